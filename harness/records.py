@@ -1,0 +1,104 @@
+"""Raw records: every statistic is derived from these, so it can be recomputed later."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import Enum
+from typing import Any
+
+
+class Phase(str, Enum):
+    """Which window a step belongs to."""
+
+    WARMUP = "warmup"
+    MEASUREMENT = "measurement"
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One optimizer step, as the harness timed it.
+
+    Attributes:
+        repeat: 0-based repeat index.
+        phase: warm-up or measurement.
+        index: 0-based step index within its window.
+        start_s: seconds from the start of the run to the moment the harness asked
+            the batch iterator for this step's batch.
+        data_wait_s: seconds spent inside the batch iterator (``next(batches)``).
+        compute_s: seconds spent in ``Workload.step`` (plus ``synchronize`` when the
+            workload synchronizes each step).
+        samples: samples processed by this step (the local batch size).
+    """
+
+    repeat: int
+    phase: Phase
+    index: int
+    start_s: float
+    data_wait_s: float
+    compute_s: float
+    samples: int
+
+    @property
+    def step_s(self) -> float:
+        """Step time in seconds: data wait plus compute."""
+        return self.data_wait_s + self.compute_s
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        out = asdict(self)
+        out["phase"] = self.phase.value
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> StepRecord:
+        """Inverse of :meth:`to_dict`; raises ``KeyError``/``ValueError`` on bad input."""
+        return cls(
+            repeat=int(raw["repeat"]),
+            phase=Phase(raw["phase"]),
+            index=int(raw["index"]),
+            start_s=float(raw["start_s"]),
+            data_wait_s=float(raw["data_wait_s"]),
+            compute_s=float(raw["compute_s"]),
+            samples=int(raw["samples"]),
+        )
+
+
+@dataclass(frozen=True)
+class WindowRecord:
+    """One window as a whole, timed between synchronized edges.
+
+    Attributes:
+        repeat: 0-based repeat index.
+        phase: warm-up or measurement.
+        start_s: seconds from the start of the run to the window's first edge.
+        seconds: wall-clock seconds between the window's two synchronized edges.
+            Throughput is computed from this, not from the sum of step times, so
+            time spent between steps is never hidden.
+        steps: optimizer steps in the window.
+        samples: samples processed in the window.
+    """
+
+    repeat: int
+    phase: Phase
+    start_s: float
+    seconds: float
+    steps: int
+    samples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        out = asdict(self)
+        out["phase"] = self.phase.value
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> WindowRecord:
+        """Inverse of :meth:`to_dict`; raises ``KeyError``/``ValueError`` on bad input."""
+        return cls(
+            repeat=int(raw["repeat"]),
+            phase=Phase(raw["phase"]),
+            start_s=float(raw["start_s"]),
+            seconds=float(raw["seconds"]),
+            steps=int(raw["steps"]),
+            samples=int(raw["samples"]),
+        )

@@ -1,0 +1,191 @@
+"""Statistics derived from raw records.
+
+Throughput is total samples over total measured seconds, never a mean of per-step
+or per-rank rates (averaging rates over-weights fast steps, a known bug in several
+peer suites). Confidence intervals are computed on seconds per sample and then
+inverted, for the same reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from harness.records import Phase, StepRecord, WindowRecord
+from harness.steady import SteadyState, check_steady_state
+
+
+class MeasurementError(ValueError):
+    """The records cannot give a throughput (no measured samples or no measured time)."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided confidence interval.
+
+    Attributes:
+        low: lower bound (same unit as the estimate).
+        high: upper bound, or None when the interval is unbounded above (the
+            seconds-per-sample interval reaches zero).
+        level: confidence level, e.g. 0.95.
+        method: how it was computed, in words.
+    """
+
+    low: float
+    high: float | None
+    level: float
+    method: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The derived statistics of one measurement.
+
+    Attributes:
+        throughput: samples/s = measured samples / measured seconds (window edges).
+        measured_samples: samples in all measurement windows.
+        measured_seconds: seconds in all measurement windows.
+        measured_steps: steps in all measurement windows.
+        step_time_median_s: median step time (data wait + compute), seconds.
+        step_time_p90_s: 90th percentile step time, seconds.
+        step_time_iqr_s: interquartile range of step time, seconds.
+        step_time_cv: coefficient of variation of step time (sample std / mean).
+        throughput_ci95: 95% confidence interval of the throughput, or None when
+            there are too few steps or repeats to compute one.
+        repeat_throughputs: samples/s of each repeat's measurement window.
+        repeat_spread: (max - min) / mean of ``repeat_throughputs`` (0 for one repeat).
+        repeat_cv: sample CV of ``repeat_throughputs`` (None for one repeat).
+        input_bound_fraction: data wait / (data wait + compute) over measured steps.
+        warmup_seconds: seconds in all warm-up windows.
+        first_step_s: the first warm-up step's time (includes lazy init and compilation).
+        steady_state: trend check of each repeat's measurement window.
+    """
+
+    throughput: float
+    measured_samples: int
+    measured_seconds: float
+    measured_steps: int
+    step_time_median_s: float
+    step_time_p90_s: float
+    step_time_iqr_s: float
+    step_time_cv: float
+    throughput_ci95: Interval | None
+    repeat_throughputs: list[float]
+    repeat_spread: float
+    repeat_cv: float | None
+    input_bound_fraction: float
+    warmup_seconds: float
+    first_step_s: float | None
+    steady_state: SteadyState
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+def _t_interval_inverted(seconds_per_sample: Sequence[float], level: float, method: str) -> Interval:
+    """t-interval on seconds/sample, inverted into samples/s."""
+    x = np.asarray(seconds_per_sample, dtype=float)
+    n = len(x)
+    mean = float(x.mean())
+    half = float(sps.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    low_tps, high_tps = mean - half, mean + half
+    high = 1.0 / low_tps if low_tps > 0 else None
+    return Interval(low=1.0 / high_tps, high=high, level=level, method=method)
+
+
+def throughput_interval(
+    steps: Sequence[StepRecord], windows: Sequence[WindowRecord], level: float = 0.95
+) -> Interval | None:
+    """Confidence interval of the throughput.
+
+    With two or more repeats: a Student-t interval over the repeats' seconds per
+    sample (window seconds / window samples). With one repeat: the method of batch
+    means (Law & Kelton, "Simulation Modeling and Analysis", batch means for
+    steady-state output), splitting the measured steps into up to 10 contiguous
+    batches of at least 2 steps, which tolerates the autocorrelation of
+    neighbouring steps better than treating steps as independent.
+
+    Returns None when there are fewer than 2 repeats and fewer than 4 measured steps.
+    """
+    measured = [w for w in windows if w.phase is Phase.MEASUREMENT]
+    if len(measured) >= 2:
+        per_repeat = [w.seconds / w.samples for w in measured]
+        if len(set(per_repeat)) == 1:
+            t = 1.0 / per_repeat[0]
+            return Interval(t, t, level, f"t-interval over {len(measured)} repeats")
+        return _t_interval_inverted(per_repeat, level, f"t-interval over {len(measured)} repeats")
+    ms = [s for s in steps if s.phase is Phase.MEASUREMENT]
+    if len(ms) < 4:
+        return None
+    k = min(10, len(ms) // 2)
+    size = len(ms) // k
+    batches = [ms[i * size : (i + 1) * size] for i in range(k)]
+    per_batch = [sum(s.step_s for s in b) / sum(s.samples for s in b) for b in batches]
+    method = f"batch means, {k} batches of {size} steps"
+    if len(set(per_batch)) == 1:
+        t = 1.0 / per_batch[0]
+        return Interval(t, t, level, method)
+    return _t_interval_inverted(per_batch, level, method)
+
+
+def summarize(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> Summary:
+    """Derive the summary from raw records.
+
+    Args:
+        steps: every step record of the run (warm-up ones too).
+        windows: every window record of the run.
+
+    Raises:
+        MeasurementError: no measurement window, or zero measured samples or seconds.
+            A throughput is never reported as 0 for a run that measured nothing.
+    """
+    measured_windows = [w for w in windows if w.phase is Phase.MEASUREMENT]
+    if not measured_windows:
+        raise MeasurementError("no measurement window was recorded; the run measured nothing")
+    samples = sum(w.samples for w in measured_windows)
+    seconds = sum(w.seconds for w in measured_windows)
+    if samples <= 0 or seconds <= 0:
+        raise MeasurementError(
+            f"measurement windows hold {samples} samples in {seconds} s; no throughput can be computed"
+        )
+    ms = [s for s in steps if s.phase is Phase.MEASUREMENT]
+    if not ms:
+        raise MeasurementError("no measured step records")
+    st = np.array([s.step_s for s in ms], dtype=float)
+    q25, q50, q75, q90 = (float(v) for v in np.percentile(st, [25, 50, 75, 90]))
+    mean = float(st.mean())
+    cv = float(st.std(ddof=1) / mean) if len(st) > 1 and mean > 0 else 0.0
+    wait = sum(s.data_wait_s for s in ms)
+    busy = sum(s.step_s for s in ms)
+    per_repeat = [w.samples / w.seconds for w in measured_windows]
+    mean_rep = float(np.mean(per_repeat))
+    spread = (max(per_repeat) - min(per_repeat)) / mean_rep if len(per_repeat) > 1 else 0.0
+    rep_cv = float(np.std(per_repeat, ddof=1) / mean_rep) if len(per_repeat) > 1 else None
+    warm = [s for s in steps if s.phase is Phase.WARMUP]
+    series = [
+        [s.step_s for s in ms if s.repeat == w.repeat] for w in measured_windows
+    ]
+    return Summary(
+        throughput=samples / seconds,
+        measured_samples=samples,
+        measured_seconds=seconds,
+        measured_steps=len(ms),
+        step_time_median_s=q50,
+        step_time_p90_s=q90,
+        step_time_iqr_s=q75 - q25,
+        step_time_cv=cv,
+        throughput_ci95=throughput_interval(steps, windows),
+        repeat_throughputs=per_repeat,
+        repeat_spread=spread,
+        repeat_cv=rep_cv,
+        input_bound_fraction=wait / busy if busy > 0 else 0.0,
+        warmup_seconds=sum(w.seconds for w in windows if w.phase is Phase.WARMUP),
+        first_step_s=warm[0].step_s if warm else None,
+        steady_state=check_steady_state(series),
+    )

@@ -1,0 +1,216 @@
+"""System capture: what the process actually ran on, read from the process itself.
+
+Everything here is read back (sysfs, /proc/self, the loaded libraries), not
+assumed from what a launcher was asked to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import re
+import socket
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+PERF_ENV_PATTERN = re.compile(
+    r"^(OMP_|KMP_|GOMP_|MKL_|LD_PRELOAD$|MALLOC_CONF$|TCMALLOC_|CUDA_VISIBLE_DEVICES$|NCCL_|"
+    r"PYTORCH_|TORCH_|TORCHINDUCTOR_|HOROVOD_|DNNL_|ONEDNN_|OPENBLAS_|TRAINBENCH_)"
+)
+"""Environment variables that can change training performance; all of them are recorded."""
+
+LIBRARIES = ("torch", "torchvision", "numpy", "pillow", "scipy", "trainbench", "horovod", "nvidia-ml-py")
+"""Distributions whose versions are recorded when installed."""
+
+_MAPPED_LIBS = {
+    "jemalloc": re.compile(r"libjemalloc[.\w-]*\.so"),
+    "tcmalloc": re.compile(r"libtcmalloc[.\w-]*\.so"),
+    "intel_openmp": re.compile(r"libiomp5\.so"),
+    "gnu_openmp": re.compile(r"libgomp[.\w-]*\.so"),
+}
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """Parse a Linux cpulist such as ``"0-3,8,10-11"`` into sorted CPU ids.
+
+    Raises:
+        ValueError: the text is not a cpulist.
+    """
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            if int(hi) < int(lo):
+                raise ValueError(f"bad cpulist range {part!r}")
+            cpus.update(range(int(lo), int(hi) + 1))
+        else:
+            cpus.add(int(part))
+    return sorted(cpus)
+
+
+def numa_topology(root: Path = Path("/sys/devices/system/node")) -> list[dict[str, Any]]:
+    """NUMA nodes from sysfs: ``[{"node": 0, "cpus": [0, 1], "memory_bytes": ...}, ...]``.
+
+    Returns an empty list where sysfs has no node directory (non-Linux, some containers).
+    """
+    nodes = []
+    for d in sorted(root.glob("node[0-9]*"), key=lambda p: int(p.name[4:])):
+        cpus = parse_cpulist((d / "cpulist").read_text()) if (d / "cpulist").exists() else []
+        mem = None
+        meminfo = d / "meminfo"
+        if meminfo.exists():
+            m = re.search(r"MemTotal:\s+(\d+)\s+kB", meminfo.read_text())
+            mem = int(m.group(1)) * 1024 if m else None
+        nodes.append({"node": int(d.name[4:]), "cpus": cpus, "memory_bytes": mem})
+    return nodes
+
+
+def process_binding() -> dict[str, Any]:
+    """CPUs and NUMA memory nodes this process may use, from /proc/self/status."""
+    out: dict[str, Any] = {"cpus_allowed": sorted(os.sched_getaffinity(0))}
+    with contextlib.suppress(OSError):
+        status = Path("/proc/self/status").read_text()
+        m = re.search(r"^Mems_allowed_list:\s*(\S+)", status, re.M)
+        if m:
+            out["mems_allowed"] = parse_cpulist(m.group(1))
+    return out
+
+
+def loaded_libraries() -> dict[str, list[str]]:
+    """Allocator and OpenMP libraries mapped into this process (from /proc/self/maps).
+
+    This is how the result proves that an ``LD_PRELOAD``-ed allocator really loaded.
+    """
+    found: dict[str, set[str]] = {k: set() for k in _MAPPED_LIBS}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/maps").read_text().splitlines():
+            path = line.split()[-1] if "/" in line else ""
+            for name, pat in _MAPPED_LIBS.items():
+                if path and pat.search(path):
+                    found[name].add(path)
+    return {k: sorted(v) for k, v in found.items()}
+
+
+def _cpu() -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    try:
+        import cpuinfo
+
+        raw = cpuinfo.get_cpu_info()
+        info = {
+            "model": raw.get("brand_raw"),
+            "vendor": raw.get("vendor_id_raw"),
+            "arch": raw.get("arch"),
+            "flags": sorted(raw.get("flags", [])),
+            "l2_cache_bytes": raw.get("l2_cache_size"),
+            "l3_cache_bytes": raw.get("l3_cache_size"),
+        }
+    except Exception as exc:  # py-cpuinfo shells out; record why it failed instead of failing the run
+        info = {"model": platform.processor() or None, "error": f"py-cpuinfo failed: {exc}"}
+    freq = psutil.cpu_freq()
+    info.update(
+        logical_cores=psutil.cpu_count(logical=True),
+        physical_cores=psutil.cpu_count(logical=False),
+        max_mhz=freq.max if freq else None,
+    )
+    return info
+
+
+def _gpus() -> dict[str, Any]:
+    try:
+        import pynvml
+    except ImportError:
+        return {"devices": [], "note": "nvidia-ml-py not installed"}
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # no driver: the common CPU-only case
+        return {"devices": [], "note": f"NVML unavailable: {exc}"}
+    try:
+        devices = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            devices.append(
+                {
+                    "index": i,
+                    "name": pynvml.nvmlDeviceGetName(h),
+                    "uuid": pynvml.nvmlDeviceGetUUID(h),
+                    "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(h).total),
+                }
+            )
+        return {"devices": devices, "driver": pynvml.nvmlSystemGetDriverVersion()}
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _container() -> dict[str, Any]:
+    out: dict[str, Any] = {"in_container": Path("/.dockerenv").exists()}
+    for p in ("/sys/fs/cgroup/cpuset.cpus.effective", "/sys/fs/cgroup/cpuset/cpuset.effective_cpus"):
+        with contextlib.suppress(OSError):
+            out["cgroup_cpus"] = Path(p).read_text().strip()
+            break
+    for p in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with contextlib.suppress(OSError):
+            out["cgroup_memory_limit"] = Path(p).read_text().strip()
+            break
+    out["image"] = os.environ.get("TRAINBENCH_IMAGE")
+    return out
+
+
+def _torch() -> dict[str, Any] | None:
+    if "torch" not in sys.modules:
+        return None
+    import torch
+
+    out: dict[str, Any] = {
+        "version": torch.__version__,
+        "num_threads": torch.get_num_threads(),
+        "num_interop_threads": torch.get_num_interop_threads(),
+        "mkldnn_enabled": torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cuda_available": torch.cuda.is_available(),
+        "cuda_version": torch.version.cuda,
+    }
+    if torch.cuda.is_available():
+        out["cudnn_version"] = torch.backends.cudnn.version()
+        out["devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return out
+
+
+def capture_system() -> dict[str, Any]:
+    """Describe the machine and this process as a JSON-ready dict.
+
+    Keys: host, cpu, numa_nodes, binding, memory, gpus, python, libraries,
+    torch (when imported), env (performance-relevant variables), loaded_libraries,
+    container. Slow parts (py-cpuinfo) take about a second; call it outside the
+    measured windows.
+    """
+    vm = psutil.virtual_memory()
+    libs = {}
+    for name in LIBRARIES:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            libs[name] = metadata.version(name)
+    return {
+        "host": {
+            "hostname": socket.gethostname(),
+            "os": platform.platform(),
+            "kernel": platform.release(),
+        },
+        "cpu": _cpu(),
+        "numa_nodes": numa_topology(),
+        "binding": process_binding(),
+        "memory": {"total_bytes": vm.total, "available_bytes": vm.available},
+        "gpus": _gpus(),
+        "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
+        "libraries": libs,
+        "torch": _torch(),
+        "env": {k: v for k, v in sorted(os.environ.items()) if PERF_ENV_PATTERN.match(k)},
+        "loaded_libraries": loaded_libraries(),
+        "container": _container(),
+    }

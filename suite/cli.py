@@ -1,0 +1,154 @@
+"""The ``trainbench`` command line (click)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+import click
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from suite import __version__
+from suite.cost import PriceTableError, load_price_table
+from suite.launch import LaunchError
+from suite.results import ResultError, json_schema, read_result
+from suite.runner import PreflightError, RunError, RunOptions, execute
+from suite.specs import ConfigError, load_specs, resolve
+
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="trainbench")
+def main() -> None:
+    """trainbench: reproducible training-throughput benchmarks (samples/s and samples per dollar)."""
+
+
+def _sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@main.command()
+@click.argument("workload")
+@click.option("--profile", "-p", help="Profile of the workload spec (default: the spec's default, usually quick).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a setting, e.g. --set batch_size=32 --set allocator=jemalloc (repeatable).")
+@click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+              help="Where result files are written.")
+@click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI",
+              help="MLflow tracking URI [default: sqlite:///mlflow.db in the current directory].")
+@click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (the result JSON is still written).")
+@click.option("--system", help="System name recorded in the result [default: host name].")
+@click.option("--price-per-hour", type=float, help="Machine price in USD/hour, for samples per dollar.")
+@click.option("--instance-type", help="Look the price up in the price table (see `trainbench prices`).")
+@click.option("--pricing", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True)
+@click.option("--region", help="Region for the price-table lookup.")
+def run(workload: str, profile: str | None, overrides: tuple[str, ...], output_dir: Path, tracking_uri: str | None,
+        no_tracking: bool, system: str | None, price_per_hour: float | None, instance_type: str | None,
+        pricing: str, region: str | None) -> None:
+    """Run WORKLOAD through the harness, write its result JSON and log it to MLflow."""
+    from suite.report import LiveProgress, summary_table
+    from suite.tracking import default_tracking_uri
+
+    try:
+        config = resolve(workload, profile, list(overrides))
+    except ConfigError as exc:
+        _fail(str(exc))
+    uri = None if no_tracking else (tracking_uri or default_tracking_uri())
+    opts = RunOptions(output_dir=output_dir.resolve(), tracking_uri=uri, system=system,
+                      price_per_hour=price_per_hour, instance_type=instance_type, pricing=pricing, region=region)
+    signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        with LiveProgress(config, console) as live:
+            outcome = execute(config, opts, live)
+    except (PreflightError, PriceTableError, LaunchError) as exc:
+        _fail(str(exc))
+    except RunError as exc:
+        _fail(str(exc), exc.exit_code)
+    console.print(summary_table(outcome.result))
+    console.print(f"result: {outcome.result_path}\ntimeline: {outcome.timeline_path}")
+    if outcome.mlflow_run_id:
+        console.print(f"MLflow run {outcome.mlflow_run_id} in {uri}\n"
+                      "Open the results UI with [bold]make ui[/bold] (http://127.0.0.1:5000).")
+    if outcome.tracking_error:
+        _fail(f"{outcome.tracking_error}\nThe result is safe in {outcome.result_path}.", 3)
+
+
+@main.command("list")
+def list_cmd() -> None:
+    """List the workloads and their profiles."""
+    try:
+        specs = load_specs()
+    except ConfigError as exc:
+        _fail(str(exc))
+    t = Table("workload", "profiles (default first)", "image", "description")
+    for name, spec in specs.items():
+        profiles = [spec.default_profile] + sorted(p for p in spec.profiles if p != spec.default_profile)
+        t.add_row(name, ", ".join(profiles), spec.image, spec.description)
+    console.print(t)
+
+
+@main.command()
+@click.argument("target")
+@click.option("--profile", "-p")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE")
+def show(target: str, profile: str | None, overrides: tuple[str, ...]) -> None:
+    """Show a workload's resolved config, or a result file's summary (TARGET = name or path)."""
+    from suite.report import summary_table
+
+    path = Path(target)
+    if path.suffix == ".json" or path.is_file():
+        try:
+            result = read_result(path)
+        except ResultError as exc:
+            _fail(str(exc), 1)
+        console.print(summary_table(result))
+        console.print(f"digest {result.digest} verified; status {result.status}")
+        return
+    try:
+        config = resolve(target, profile, list(overrides))
+    except ConfigError as exc:
+        _fail(str(exc))
+    console.print(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), end="", highlight=False)
+
+
+@main.command()
+def prices() -> None:
+    """Show the versioned price table used for samples per dollar."""
+    try:
+        table = load_price_table()
+    except PriceTableError as exc:
+        _fail(str(exc))
+    t = Table("provider", "instance type", "pricing", "region", "USD/hour", "date", "source")
+    for e in table.entries:
+        t.add_row(e.provider, e.instance_type, e.pricing, e.region or "-", f"{e.usd_per_hour:g}", e.date, e.source)
+    console.print(t)
+
+
+@main.command()
+@click.option("--write", is_flag=True, help="Write the schema file in the package instead of printing it.")
+def schema(write: bool) -> None:
+    """Print the result JSON Schema."""
+    from suite.results import SCHEMA_PATH
+
+    text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    if write:
+        SCHEMA_PATH.write_text(text)
+        console.print(f"wrote {SCHEMA_PATH}")
+    else:
+        click.echo(text, nl=False)
+
+
+if __name__ == "__main__":
+    main()

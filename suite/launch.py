@@ -1,0 +1,145 @@
+"""Starting the rank process: launcher, memory allocator preload and OpenMP environment.
+
+The allocator is preloaded from the Debian packages (libjemalloc2,
+libgoogle-perftools4). The rank reads back from /proc/self/maps which allocator
+really loaded, and that reading, not this request, goes into the result.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from suite.specs import LaunchConfig
+
+ALLOCATORS: dict[str, tuple[str, str]] = {
+    "jemalloc": ("libjemalloc.so.2", "libjemalloc2"),
+    "tcmalloc": ("libtcmalloc.so.4", "libgoogle-perftools4"),
+}
+"""allocator -> (shared library soname, Debian package that ships it)."""
+
+JEMALLOC_CONF = "oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,muzzy_decay_ms:9000000000"
+"""The MALLOC_CONF that ``torch.backends.xeon.run_cpu`` sets with jemalloc (PyTorch 2.x source)."""
+
+LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
+
+
+class LaunchError(RuntimeError):
+    """The requested launch environment cannot be set up (e.g. a missing allocator)."""
+
+
+def find_library(soname: str, search_dirs: tuple[str, ...] = LIB_DIRS) -> Path | None:
+    """Absolute path of a shared library, from ``ldconfig -p`` or the usual directories."""
+    ldconfig = shutil.which("ldconfig") or ("/sbin/ldconfig" if Path("/sbin/ldconfig").exists() else None)
+    if ldconfig:
+        try:
+            out = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=10).stdout
+            m = re.search(rf"^\s*{re.escape(soname)} \(.*\) => (\S+)$", out, re.M)
+            if m and Path(m.group(1)).exists():
+                return Path(m.group(1))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    for d in search_dirs:
+        p = Path(d) / soname
+        if p.exists():
+            return p
+    return None
+
+
+def allocator_library(name: str, search_dirs: tuple[str, ...] = LIB_DIRS) -> Path | None:
+    """Path to preload for ``name`` (None for ``default``).
+
+    Raises:
+        LaunchError: the library is not installed; the message names the package.
+    """
+    if name == "default":
+        return None
+    if name not in ALLOCATORS:
+        raise LaunchError(f"unknown allocator {name!r}; use default, jemalloc or tcmalloc")
+    soname, package = ALLOCATORS[name]
+    path = find_library(soname, search_dirs)
+    if path is None:
+        raise LaunchError(
+            f"allocator {name} was requested but {soname} was not found (looked in ldconfig and "
+            f"{', '.join(search_dirs)}). Install it (Debian/Ubuntu: apt-get install {package}) "
+            f"or run with --set allocator=default"
+        )
+    return path
+
+
+@dataclass
+class LaunchPlan:
+    """A command and the environment changes it runs with.
+
+    Attributes:
+        command: argv of the rank process (or of its launcher).
+        env_set: variables set on top of the caller's environment.
+        launcher: ``inline`` or ``run_cpu``.
+    """
+
+    command: list[str]
+    env_set: dict[str, str] = field(default_factory=dict)
+    launcher: str = "inline"
+
+    def environ(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The full environment: ``base`` (default ``os.environ``) plus ``env_set``."""
+        env = dict(os.environ if base is None else base)
+        env.update(self.env_set)
+        return env
+
+
+def plan_launch(
+    launch: LaunchConfig,
+    job: Path,
+    out: Path,
+    progress: Path | None = None,
+    python: str = sys.executable,
+    search_dirs: tuple[str, ...] = LIB_DIRS,
+    base_env: Mapping[str, str] | None = None,
+) -> LaunchPlan:
+    """Build the rank command and its environment.
+
+    ``run_cpu`` is started with ``--use-default-allocator --disable-iomp`` because
+    it only finds unversioned ``lib*.so`` files (Debian ships ``.so.2``/``.so.4``)
+    and Intel OpenMP is not shipped here; the allocator is preloaded by trainbench
+    in both launchers, so the two launchers differ only in run_cpu's core binding
+    and thread settings.
+
+    Raises:
+        LaunchError: a requested allocator is missing.
+    """
+    base = dict(os.environ if base_env is None else base_env)
+    env: dict[str, str] = {}
+    lib = allocator_library(launch.allocator, search_dirs)
+    if lib is not None:
+        existing = base.get("LD_PRELOAD", "")
+        env["LD_PRELOAD"] = ":".join(p for p in (str(lib), existing) if p)
+        if launch.allocator == "jemalloc":
+            env["MALLOC_CONF"] = launch.malloc_conf or base.get("MALLOC_CONF") or JEMALLOC_CONF
+    elif launch.malloc_conf:
+        raise LaunchError("malloc_conf applies to allocator=jemalloc only; set allocator=jemalloc or drop malloc_conf")
+    for key, value in (
+        ("OMP_NUM_THREADS", launch.omp_num_threads),
+        ("KMP_BLOCKTIME", launch.kmp_blocktime),
+        ("KMP_AFFINITY", launch.kmp_affinity),
+        ("OMP_PROC_BIND", launch.omp_proc_bind),
+        ("OMP_PLACES", launch.omp_places),
+    ):
+        if value is not None:
+            env[key] = str(value)
+    rank_args = ["-m", "workloads.rank", "--job", str(job), "--out", str(out)]
+    if progress is not None:
+        rank_args += ["--progress", str(progress)]
+    if launch.launcher == "run_cpu":
+        # --no-python: run_cpu only accepts a *.py program otherwise; it then execs this interpreter.
+        cmd = [python, "-m", "torch.backends.xeon.run_cpu", "--use-default-allocator", "--disable-iomp",
+               "--no-python", python, *rank_args]
+    else:
+        cmd = [python, *rank_args]
+    return LaunchPlan(command=cmd, env_set=env, launcher=launch.launcher)

@@ -1,0 +1,109 @@
+"""Result file: schema kept in sync, round trip, digest catches edits, versions refused clearly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from suite.results import SCHEMA_PATH, ResultError, json_schema, read_result, verify_digest, write_result
+from suite.runner import RunOptions, build_result
+from suite.specs import resolve
+
+
+def _measurement(complete: bool = True) -> dict[str, Any]:
+    steps, windows, t = [], [], 0.0
+    for repeat in range(2):
+        for phase, n in (("warmup", 2), ("measurement", 5)):
+            start = t
+            for i in range(n):
+                steps.append({"repeat": repeat, "phase": phase, "index": i, "start_s": t,
+                              "data_wait_s": 0.01, "compute_s": 0.19 + 0.001 * i, "samples": 16})
+                t += 0.2 + 0.001 * i
+            windows.append({"repeat": repeat, "phase": phase, "start_s": start, "seconds": t - start,
+                            "steps": n, "samples": 16 * n})
+    util = [{"t_s": x / 2, "cpu_percent": [90.0, 80.0], "rss_bytes": 10**9} for x in range(1, 6)]
+    return {"rank": 0, "world_size": 1, "complete": complete, "error": None if complete else "interrupted (SIGINT)",
+            "steps": steps, "windows": windows, "utilization": util,
+            "system": {"host": {"hostname": "box"}, "cpu": {"model": "Test CPU"}}, "workload_info": {}}
+
+
+def _written(tmp_path: Path, complete: bool = True) -> Path:
+    config = resolve("resnet50-cpu", None, ["batch_size=16"])
+    result = build_result(config, RunOptions(tmp_path, None, price_per_hour=1.0), _measurement(complete),
+                          ["python", "-m", "workloads.rank"], {}, "ab" * 16)
+    return write_result(result, tmp_path / "result.json")
+
+
+def test_committed_schema_matches_the_model() -> None:
+    committed = json.loads(SCHEMA_PATH.read_text())
+    assert committed == json.loads(json.dumps(json_schema())), "run `make schema` and commit the schema file"
+
+
+def test_round_trip_and_schema(tmp_path: Path) -> None:
+    path = _written(tmp_path)
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, json.loads(SCHEMA_PATH.read_text()))
+    result = read_result(path)
+    assert result.status == "complete" and result.system == "box"
+    assert result.summary is not None
+    assert result.summary.measured_samples == 2 * 5 * 16
+    assert result.summary.throughput == pytest.approx(160 / sum(w["seconds"] for w in doc["windows"]
+                                                                if w["phase"] == "measurement"))
+    assert result.cost is not None and result.cost.samples_per_dollar == pytest.approx(
+        result.summary.throughput * 3600)
+    assert result.diagnosis is not None and result.diagnosis.verdict == "compute-bound"
+    again = write_result(result, tmp_path / "again.json")
+    assert json.loads(again.read_text()) == doc
+
+
+def test_edited_number_is_caught(tmp_path: Path) -> None:
+    path = _written(tmp_path)
+    doc = json.loads(path.read_text())
+    assert verify_digest(doc)
+    doc["summary"]["throughput"] *= 1.5
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultError, match="digest mismatch"):
+        read_result(path)
+    assert read_result(path, check_digest=False).summary is not None
+
+
+def test_unknown_schema_version_is_refused_with_a_reason(tmp_path: Path) -> None:
+    path = _written(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["schema_version"] = 99
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultError, match="schema_version 99 is not supported; this trainbench reads version 1"):
+        read_result(path)
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d.pop("steps"),
+    lambda d: d.update(status="great"),
+    lambda d: d["steps"][0].update(samples="many"),
+    lambda d: d.update(unexpected=1),
+])
+def test_schema_violations_are_refused(tmp_path: Path, mutate: Any) -> None:
+    path = _written(tmp_path)
+    doc = json.loads(path.read_text())
+    mutate(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultError, match="schema error"):
+        read_result(path)
+
+
+def test_not_json_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text("{not json")
+    with pytest.raises(ResultError, match="cannot read result"):
+        read_result(path)
+
+
+def test_incomplete_measurement_never_gets_a_score(tmp_path: Path) -> None:
+    result = read_result(_written(tmp_path, complete=False))
+    assert result.status == "incomplete"
+    assert result.summary is None and result.cost is None and result.diagnosis is None
+    assert len(result.steps) == 14  # the raw records are kept

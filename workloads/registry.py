@@ -1,0 +1,83 @@
+"""Name registry of workloads: raises on duplicates and lists valid names on a miss.
+
+Workloads are registered explicitly (no discovery by naming convention, where a typo
+silently drops a benchmark).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from harness.workload import Workload
+
+
+class UnknownWorkloadError(KeyError):
+    """A workload name that is not registered; the message lists the valid names."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class WorkloadEntry:
+    """A registered workload.
+
+    Attributes:
+        name: registry key, e.g. ``"resnet50-cpu"``.
+        params_model: pydantic model that validates the workload's parameters.
+        factory: builds the workload from validated parameters (imports heavy
+            libraries lazily, so listing workloads stays fast).
+    """
+
+    name: str
+    params_model: type[BaseModel]
+    factory: Callable[[Any], Workload]
+
+
+_REGISTRY: dict[str, WorkloadEntry] = {}
+
+
+def register(entry: WorkloadEntry) -> None:
+    """Add a workload; raises ``ValueError`` if the name is taken."""
+    if entry.name in _REGISTRY:
+        raise ValueError(f"workload {entry.name!r} is registered twice")
+    _REGISTRY[entry.name] = entry
+
+
+def get(name: str) -> WorkloadEntry:
+    """Look a workload up.
+
+    Raises:
+        UnknownWorkloadError: no such name; the message lists the valid ones.
+    """
+    _load_builtin()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownWorkloadError(
+            f"unknown workload {name!r}; valid workloads: {', '.join(sorted(_REGISTRY)) or '(none)'}"
+        ) from None
+
+
+def names() -> list[str]:
+    """Registered workload names, sorted."""
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+_loaded = False
+
+
+def _load_builtin() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from workloads.resnet50_cpu import ENTRY as resnet50_cpu
+
+    for entry in (resnet50_cpu,):
+        register(entry)

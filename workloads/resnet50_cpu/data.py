@@ -1,0 +1,89 @@
+"""Data pipelines for ResNet-50: synthetic tensors and an ImageFolder of real JPEGs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+from torchvision import datasets, transforms
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+"""ImageNet channel statistics used by torchvision's reference training recipes."""
+
+
+class DataError(ValueError):
+    """A data source that cannot feed the run (missing, empty, too small)."""
+
+
+class SyntheticImages(Dataset[tuple[torch.Tensor, int]]):
+    """Random 3 x size x size float32 images with labels ``index % num_classes``.
+
+    As in the seed study, each sample is generated in ``__getitem__``, so data
+    generation is part of the input pipeline the harness times.
+    """
+
+    def __init__(self, image_size: int, num_classes: int, length: int = 1_000_000) -> None:
+        self.image_size = image_size
+        self.num_classes = num_classes
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        return torch.randn(3, self.image_size, self.image_size), index % self.num_classes
+
+
+def imagefolder(root: str | Path, image_size: int) -> datasets.ImageFolder:
+    """ImageFolder with the standard training augmentation (RandomResizedCrop, flip, normalize).
+
+    Raises:
+        DataError: the directory is missing or holds no class folders with images.
+    """
+    path = Path(root)
+    if not path.is_dir():
+        raise DataError(f"data_dir {str(path)!r} is not a directory; point data_dir at an ImageFolder tree")
+    tf = transforms.Compose(
+        [
+            transforms.RandomResizedCrop(image_size),
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+            transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+        ]
+    )
+    try:
+        return datasets.ImageFolder(str(path), transform=tf)
+    except (FileNotFoundError, RuntimeError) as exc:
+        raise DataError(f"data_dir {str(path)!r} is not a usable ImageFolder tree: {exc}") from exc
+
+
+def make_loader(dataset: Dataset[Any], batch_size: int, num_workers: int, shuffle: bool, seed: int) -> DataLoader[Any]:
+    """A DataLoader that drops the last partial batch (every step has ``batch_size`` samples).
+
+    Raises:
+        DataError: the dataset has fewer samples than one batch.
+    """
+    n = len(dataset)  # type: ignore[arg-type]
+    if n < batch_size:
+        raise DataError(f"the dataset has {n} samples, fewer than batch_size={batch_size}; lower batch_size or add data")
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        num_workers=num_workers,
+        drop_last=True,
+        persistent_workers=num_workers > 0,
+        generator=g,
+    )
+
+
+def cycle(loader: DataLoader[Any]) -> Iterator[Any]:
+    """Yield batches forever, one epoch after another."""
+    while True:
+        yield from loader

@@ -1,0 +1,50 @@
+"""Parameters of the ResNet-50 CPU workload (the knobs of the seed study)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ResNet50CPUParams(BaseModel):
+    """Validated knobs; unknown keys are refused.
+
+    Attributes:
+        batch_size: samples per optimizer step (the seed study used 128).
+        precision: ``fp32``, or ``bf16`` autocast (``torch.autocast("cpu", bfloat16)``).
+        channels_last: NHWC memory format for model and inputs.
+        compile: ``off`` or ``inductor`` (``torch.compile`` of the model).
+        intra_op_threads: ``torch.set_num_threads`` value; 0 keeps torch's default.
+        num_workers: DataLoader worker processes (0 = load in the training process).
+        data: ``synthetic`` (random tensors generated per sample, as in the study) or
+            ``imagefolder`` (real JPEGs decoded and augmented).
+        data_dir: root of the ImageFolder tree (one sub-directory per class).
+        image_size: square input size in pixels (224 in the study).
+        num_classes: classifier outputs (1000 for ImageNet).
+        lr: SGD learning rate (torch's former default, 1e-3, as the study used).
+        momentum: SGD momentum (0 as in the study).
+        seed: random seed for weights and data.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch_size: int = Field(16, ge=1, le=4096)
+    precision: Literal["fp32", "bf16"] = "bf16"
+    channels_last: bool = True
+    compile: Literal["off", "inductor"] = "off"
+    intra_op_threads: int = Field(0, ge=0, le=4096)
+    num_workers: int = Field(0, ge=0, le=256)
+    data: Literal["synthetic", "imagefolder"] = "synthetic"
+    data_dir: str | None = None
+    image_size: int = Field(224, ge=32, le=1024)
+    num_classes: int = Field(1000, ge=2)
+    lr: float = Field(1e-3, gt=0)
+    momentum: float = Field(0.0, ge=0, lt=1)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _data_dir_needed(self) -> ResNet50CPUParams:
+        if self.data == "imagefolder" and not self.data_dir:
+            raise ValueError("data=imagefolder needs data_dir=<directory with one folder per class>")
+        return self

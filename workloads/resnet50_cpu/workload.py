@@ -1,0 +1,99 @@
+"""The ResNet-50 CPU training step."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torchvision
+
+from workloads.resnet50_cpu.data import SyntheticImages, cycle, imagefolder, make_loader
+from workloads.resnet50_cpu.params import ResNet50CPUParams
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The training loss became NaN or infinite; the run cannot give a valid result."""
+
+
+class ResNet50CPU:
+    """torchvision ResNet-50 trained with SGD and cross-entropy on CPU.
+
+    Implements :class:`harness.workload.Workload`. One ``step`` is zero_grad,
+    forward (under bf16 autocast when asked), loss, backward and optimizer step
+    on a batch of ``batch_size`` images of 3 x image_size x image_size.
+
+    Raises (from ``__init__``):
+        DataError: the data source cannot feed a batch.
+    """
+
+    sync_each_step = True  # CPU work is synchronous: synchronize() costs nothing
+
+    def __init__(self, params: ResNet50CPUParams) -> None:
+        self.params = params
+        torch.manual_seed(params.seed)
+        if params.intra_op_threads > 0:
+            torch.set_num_threads(params.intra_op_threads)
+        model = torchvision.models.resnet50(num_classes=params.num_classes)
+        model.train()
+        if params.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=params.lr, momentum=params.momentum)
+        self.criterion = torch.nn.CrossEntropyLoss()
+        self.forward: Any = torch.compile(model, backend="inductor") if params.compile == "inductor" else model
+        if params.data == "synthetic":
+            dataset: Any = SyntheticImages(params.image_size, params.num_classes)
+            shuffle = False
+        else:
+            assert params.data_dir is not None  # checked by the params model
+            dataset = imagefolder(params.data_dir, params.image_size)
+            shuffle = True
+        self.dataset = dataset
+        self.loader = make_loader(dataset, params.batch_size, params.num_workers, shuffle, params.seed)
+
+    def describe(self) -> dict[str, Any]:
+        """What was built: parameter count, dataset size and classes (JSON-ready)."""
+        info: dict[str, Any] = {
+            "model": "torchvision.models.resnet50",
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "dataset_samples": len(self.dataset),
+            "optimizer": "SGD",
+            "loss": "CrossEntropyLoss",
+        }
+        if self.params.data == "imagefolder":
+            info["classes"] = len(self.dataset.classes)
+        return info
+
+    def batches(self) -> Iterator[Any]:
+        """Batches forever (the DataLoader is cycled epoch after epoch)."""
+        return cycle(self.loader)
+
+    def step(self, batch: Any) -> int:
+        """One optimizer step; returns the number of samples.
+
+        Raises:
+            NonFiniteLossError: the loss is NaN or infinite.
+        """
+        x, y = batch
+        if self.params.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        self.optimizer.zero_grad(set_to_none=True)
+        autocast = (
+            torch.autocast("cpu", dtype=torch.bfloat16)
+            if self.params.precision == "bf16"
+            else contextlib.nullcontext()
+        )
+        with autocast:
+            loss = self.criterion(self.forward(x), y)
+        loss.backward()
+        self.optimizer.step()
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise NonFiniteLossError(f"training loss is {value}; the run is invalid")
+        return int(x.shape[0])
+
+    def synchronize(self) -> None:
+        """No-op on CPU: every operation has finished when it returns."""
