@@ -100,8 +100,6 @@ def run_plan(
                     break
             workload.synchronize()
             w_end = clock()
-            out.windows.append(
-                WindowRecord(repeat, phase, w_start - t_origin, w_end - w_start, steps, samples)
-            )
+            out.windows.append(WindowRecord(repeat, phase, w_start - t_origin, w_end - w_start, steps, samples))
     out.complete = True
     return out

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     """Which window a step belongs to."""
 
     WARMUP = "warmup"

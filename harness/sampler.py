@@ -120,9 +120,7 @@ class UtilizationSummary:
         return asdict(self)
 
 
-def summarize_utilization(
-    samples: Sequence[UtilizationSample], windows: Sequence[WindowRecord]
-) -> UtilizationSummary:
+def summarize_utilization(samples: Sequence[UtilizationSample], windows: Sequence[WindowRecord]) -> UtilizationSummary:
     """Average the readings taken inside measurement windows.
 
     A reading at ``t_s`` covers the interval before it, so it counts when ``t_s``

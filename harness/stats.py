@@ -8,6 +8,7 @@ inverted, for the same reason.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -107,9 +108,11 @@ def throughput_interval(
     With two or more repeats: a Student-t interval over the repeats' seconds per
     sample (window seconds / window samples). With one repeat: the method of batch
     means (Law & Kelton, "Simulation Modeling and Analysis", batch means for
-    steady-state output), splitting the measured steps into up to 10 contiguous
-    batches of at least 2 steps, which tolerates the autocorrelation of
-    neighbouring steps better than treating steps as independent.
+    steady-state output), splitting all measured steps into up to 10 contiguous
+    batches of at least 2 steps (sizes differ by at most one), which tolerates the
+    autocorrelation of neighbouring steps better than treating steps as
+    independent. Batch durations come from :func:`step_spans`, so they add up to
+    the window's seconds, the same time base as the throughput.
 
     Returns None when there are fewer than 2 repeats and fewer than 4 measured steps.
     """
@@ -120,18 +123,31 @@ def throughput_interval(
             t = 1.0 / per_repeat[0]
             return Interval(t, t, level, f"t-interval over {len(measured)} repeats")
         return _t_interval_inverted(per_repeat, level, f"t-interval over {len(measured)} repeats")
-    ms = [s for s in steps if s.phase is Phase.MEASUREMENT]
-    if len(ms) < 4:
+    window = measured[0] if measured else None
+    ms = sorted((s for s in steps if s.phase is Phase.MEASUREMENT), key=lambda s: s.index)
+    if window is None or len(ms) < 4:
         return None
+    spans = step_spans(ms, window)
     k = min(10, len(ms) // 2)
-    size = len(ms) // k
-    batches = [ms[i * size : (i + 1) * size] for i in range(k)]
-    per_batch = [sum(s.step_s for s in b) / sum(s.samples for s in b) for b in batches]
-    method = f"batch means, {k} batches of {size} steps"
+    batches = np.array_split(np.arange(len(ms)), k)
+    per_batch = [sum(spans[i] for i in b) / sum(ms[i].samples for i in b) for b in batches]
+    lo, hi = len(batches[-1]), len(batches[0])
+    method = f"batch means, {k} batches of {lo if lo == hi else f'{lo}-{hi}'} steps"
     if len(set(per_batch)) == 1:
         t = 1.0 / per_batch[0]
         return Interval(t, t, level, method)
     return _t_interval_inverted(per_batch, level, method)
+
+
+def step_spans(ms: Sequence[StepRecord], window: WindowRecord) -> list[float]:
+    """Wall-clock seconds each step of ``window`` occupies, summing to ``window.seconds``.
+
+    A step spans from its start to the next step's start (the first from the window's
+    opening edge, the last to its closing edge), so the time between steps and the
+    closing synchronize are counted, exactly as in the window's throughput.
+    """
+    starts = [window.start_s, *(s.start_s for s in ms[1:]), window.start_s + window.seconds]
+    return [b - a for a, b in itertools.pairwise(starts)]
 
 
 def summarize(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> Summary:
@@ -148,12 +164,14 @@ def summarize(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> S
     measured_windows = [w for w in windows if w.phase is Phase.MEASUREMENT]
     if not measured_windows:
         raise MeasurementError("no measurement window was recorded; the run measured nothing")
+    for w in measured_windows:
+        if w.samples <= 0 or w.seconds <= 0:
+            raise MeasurementError(
+                f"the measurement window of repeat {w.repeat} holds {w.samples} samples in {w.seconds} s; "
+                "no throughput can be computed from it"
+            )
     samples = sum(w.samples for w in measured_windows)
     seconds = sum(w.seconds for w in measured_windows)
-    if samples <= 0 or seconds <= 0:
-        raise MeasurementError(
-            f"measurement windows hold {samples} samples in {seconds} s; no throughput can be computed"
-        )
     ms = [s for s in steps if s.phase is Phase.MEASUREMENT]
     if not ms:
         raise MeasurementError("no measured step records")
@@ -168,9 +186,7 @@ def summarize(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> S
     spread = (max(per_repeat) - min(per_repeat)) / mean_rep if len(per_repeat) > 1 else 0.0
     rep_cv = float(np.std(per_repeat, ddof=1) / mean_rep) if len(per_repeat) > 1 else None
     warm = [s for s in steps if s.phase is Phase.WARMUP]
-    series = [
-        [s.step_s for s in ms if s.repeat == w.repeat] for w in measured_windows
-    ]
+    series = [[s.step_s for s in ms if s.repeat == w.repeat] for w in measured_windows]
     return Summary(
         throughput=samples / seconds,
         measured_samples=samples,

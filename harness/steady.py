@@ -68,9 +68,7 @@ def window_drift(step_times: Sequence[float]) -> tuple[float, float]:
     return slope * (len(y) - 1) / median, p
 
 
-def check_steady_state(
-    windows: Sequence[Sequence[float]], max_drift: float = 0.10, alpha: float = 0.05
-) -> SteadyState:
+def check_steady_state(windows: Sequence[Sequence[float]], max_drift: float = 0.10, alpha: float = 0.05) -> SteadyState:
     """Check every measurement window for a trend.
 
     Args:
@@ -91,10 +89,7 @@ def check_steady_state(
             trending = True
         if worst is None or abs(drift) > abs(worst[0]):
             worst = (drift, p)
-    if checked == 0:
-        status = "insufficient"
-    else:
-        status = "trending" if trending else "steady"
+    status = "insufficient" if checked == 0 else ("trending" if trending else "steady")
     return SteadyState(
         status=status,
         worst_drift=None if worst is None else worst[0],

@@ -172,13 +172,13 @@ def _torch() -> dict[str, Any] | None:
         "version": torch.__version__,
         "num_threads": torch.get_num_threads(),
         "num_interop_threads": torch.get_num_interop_threads(),
-        "mkldnn_enabled": torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled,
+        "mkldnn_enabled": torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled,  # type: ignore[no-untyped-call]
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cuda_available": torch.cuda.is_available(),
         "cuda_version": torch.version.cuda,
     }
     if torch.cuda.is_available():
-        out["cudnn_version"] = torch.backends.cudnn.version()
+        out["cudnn_version"] = torch.backends.cudnn.version()  # type: ignore[no-untyped-call]
         out["devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return out
 

@@ -41,8 +41,7 @@ class Window:
             raise WindowError(f"{name}.min_steps must be a whole number, got {self.min_steps!r}")
         if self.min_steps < 1:
             raise WindowError(
-                f"{name}.min_steps is {self.min_steps}; it must be at least 1 "
-                f"(set {name}_steps to 1 or more)"
+                f"{name}.min_steps is {self.min_steps}; it must be at least 1 (set {name}_steps to 1 or more)"
             )
         if not isinstance(self.min_seconds, (int, float)) or isinstance(self.min_seconds, bool):
             raise WindowError(f"{name}.min_seconds must be a number, got {self.min_seconds!r}")

@@ -42,21 +42,44 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 @main.command()
 @click.argument("workload")
 @click.option("--profile", "-p", help="Profile of the workload spec (default: the spec's default, usually quick).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a setting, e.g. --set batch_size=32 --set allocator=jemalloc (repeatable).")
-@click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
-              help="Where result files are written.")
-@click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI",
-              help="MLflow tracking URI [default: sqlite:///mlflow.db in the current directory].")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a setting, e.g. --set batch_size=32 --set allocator=jemalloc (repeatable).",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Where result files are written.",
+)
+@click.option(
+    "--tracking-uri",
+    envvar="MLFLOW_TRACKING_URI",
+    help="MLflow tracking URI [default: sqlite:///mlflow.db in the current directory].",
+)
 @click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (the result JSON is still written).")
 @click.option("--system", help="System name recorded in the result [default: host name].")
 @click.option("--price-per-hour", type=float, help="Machine price in USD/hour, for samples per dollar.")
 @click.option("--instance-type", help="Look the price up in the price table (see `trainbench prices`).")
 @click.option("--pricing", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True)
 @click.option("--region", help="Region for the price-table lookup.")
-def run(workload: str, profile: str | None, overrides: tuple[str, ...], output_dir: Path, tracking_uri: str | None,
-        no_tracking: bool, system: str | None, price_per_hour: float | None, instance_type: str | None,
-        pricing: str, region: str | None) -> None:
+def run(
+    workload: str,
+    profile: str | None,
+    overrides: tuple[str, ...],
+    output_dir: Path,
+    tracking_uri: str | None,
+    no_tracking: bool,
+    system: str | None,
+    price_per_hour: float | None,
+    instance_type: str | None,
+    pricing: str,
+    region: str | None,
+) -> None:
     """Run WORKLOAD through the harness, write its result JSON and log it to MLflow."""
     from suite.report import LiveProgress, summary_table
     from suite.tracking import default_tracking_uri
@@ -66,8 +89,15 @@ def run(workload: str, profile: str | None, overrides: tuple[str, ...], output_d
     except ConfigError as exc:
         _fail(str(exc))
     uri = None if no_tracking else (tracking_uri or default_tracking_uri())
-    opts = RunOptions(output_dir=output_dir.resolve(), tracking_uri=uri, system=system,
-                      price_per_hour=price_per_hour, instance_type=instance_type, pricing=pricing, region=region)
+    opts = RunOptions(
+        output_dir=output_dir.resolve(),
+        tracking_uri=uri,
+        system=system,
+        price_per_hour=price_per_hour,
+        instance_type=instance_type,
+        pricing=pricing,
+        region=region,
+    )
     signal.signal(signal.SIGTERM, _sigterm)
     try:
         with LiveProgress(config, console) as live:
@@ -79,8 +109,10 @@ def run(workload: str, profile: str | None, overrides: tuple[str, ...], output_d
     console.print(summary_table(outcome.result))
     console.print(f"result: {outcome.result_path}\ntimeline: {outcome.timeline_path}")
     if outcome.mlflow_run_id:
-        console.print(f"MLflow run {outcome.mlflow_run_id} in {uri}\n"
-                      "Open the results UI with [bold]make ui[/bold] (http://127.0.0.1:5000).")
+        console.print(
+            f"MLflow run {outcome.mlflow_run_id} in {uri}\n"
+            "Open the results UI with [bold]make ui[/bold] (http://127.0.0.1:5000)."
+        )
     if outcome.tracking_error:
         _fail(f"{outcome.tracking_error}\nThe result is safe in {outcome.result_path}.", 3)
 
@@ -94,7 +126,7 @@ def list_cmd() -> None:
         _fail(str(exc))
     t = Table("workload", "profiles (default first)", "image", "description")
     for name, spec in specs.items():
-        profiles = [spec.default_profile] + sorted(p for p in spec.profiles if p != spec.default_profile)
+        profiles = [spec.default_profile, *sorted(p for p in spec.profiles if p != spec.default_profile)]
         t.add_row(name, ", ".join(profiles), spec.image, spec.description)
     console.print(t)
 
@@ -148,6 +180,21 @@ def schema(write: bool) -> None:
         console.print(f"wrote {SCHEMA_PATH}")
     else:
         click.echo(text, nl=False)
+
+
+@main.command()
+@click.argument("part", type=click.Choice(["all", "overhead", "ladder"]), default="all")
+@click.option("--pairs", default=3, show_default=True, help="Bare/harness pairs for the overhead benchmark.")
+@click.option("--steps", default=10, show_default=True, help="Measured steps per leg or rung.")
+@click.option("--batch-size", default=16, show_default=True, help="Batch size (CONTEXT.md's bare-loop figures: 16).")
+@click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results/bench"), show_default=True)
+def bench(part: str, pairs: int, steps: int, batch_size: int, output_dir: Path) -> None:
+    """Benchmarks that print figures: harness overhead and the CPU optimization ladder."""
+    from suite.bench import main as bench_main
+
+    if pairs < 1 or steps < 2 or batch_size < 1:
+        _fail("--pairs must be >= 1, --steps >= 2 and --batch-size >= 1")
+    bench_main(part, pairs, steps, batch_size, output_dir.resolve())
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ def _check_table_version(version: object) -> int:
     if isinstance(version, bool) or not isinstance(version, int):
         # ValueError, not TypeError: pydantic turns only ValueError/AssertionError from validators into
         # ValidationError, and PriceTableError (the load-time wrapper) is a ValueError too.
-        raise ValueError(f"table_version must be an integer (supported: {supported}), got {version!r}")  # noqa: TRY004
+        raise ValueError(f"table_version must be an integer (supported: {supported}), got {version!r}")
     if version not in SUPPORTED_TABLE_VERSIONS:
         raise ValueError(
             f"unsupported table_version {version}; this version of trainbench reads table_version {supported}"

@@ -24,10 +24,19 @@ ALLOCATORS: dict[str, tuple[str, str]] = {
 }
 """allocator -> (shared library soname, Debian package that ships it)."""
 
-JEMALLOC_CONF = "oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,muzzy_decay_ms:9000000000"
+JEMALLOC_CONF = (
+    "oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,muzzy_decay_ms:9000000000"
+)
 """The MALLOC_CONF that ``torch.backends.xeon.run_cpu`` sets with jemalloc (PyTorch 2.x source)."""
 
-LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
+LIB_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+)
 
 
 class LaunchError(RuntimeError):
@@ -138,8 +147,16 @@ def plan_launch(
         rank_args += ["--progress", str(progress)]
     if launch.launcher == "run_cpu":
         # --no-python: run_cpu only accepts a *.py program otherwise; it then execs this interpreter.
-        cmd = [python, "-m", "torch.backends.xeon.run_cpu", "--use-default-allocator", "--disable-iomp",
-               "--no-python", python, *rank_args]
+        cmd = [
+            python,
+            "-m",
+            "torch.backends.xeon.run_cpu",
+            "--use-default-allocator",
+            "--disable-iomp",
+            "--no-python",
+            python,
+            *rank_args,
+        ]
     else:
         cmd = [python, *rank_args]
     return LaunchPlan(command=cmd, env_set=env, launcher=launch.launcher)

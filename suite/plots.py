@@ -7,10 +7,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from harness.records import Phase, StepRecord, WindowRecord  # noqa: E402
-from harness.sampler import UtilizationSample  # noqa: E402
+from harness.records import Phase, StepRecord, WindowRecord
+from harness.sampler import UtilizationSample
 
 
 def timeline_png(

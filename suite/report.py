@@ -22,8 +22,12 @@ class LiveProgress:
     def __init__(self, config: RunConfig, console: Console) -> None:
         self.config = config
         self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-            console=console, refresh_per_second=4, transient=False,
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=console,
+            refresh_per_second=4,
+            transient=False,
         )
         self.task = self.progress.add_task("starting the rank (importing torch, building the model)...", total=None)
         self.recent: list[tuple[int, float]] = []
@@ -66,8 +70,11 @@ def _fmt(v: float | None, spec: str = ".2f", unit: str = "") -> str:
 def summary_table(result: Result) -> Table:
     """The end-of-run table of a complete result."""
     s = result.summary
-    t = Table(title=f"{result.workload} ({result.profile}, {result.division} division) on {result.system}",
-              show_header=False, title_justify="left")
+    t = Table(
+        title=f"{result.workload} ({result.profile}, {result.division} division) on {result.system}",
+        show_header=False,
+        title_justify="left",
+    )
     t.add_column("metric", style="bold")
     t.add_column("value")
     if s is None:
@@ -77,15 +84,22 @@ def summary_table(result: Result) -> Table:
     t.add_row("throughput", f"[bold green]{s.throughput:.2f} samples/s[/bold green]")
     if ci is not None:
         t.add_row("95% CI", f"{ci.low:.2f} - {_fmt(ci.high)} samples/s ({ci.method})")
-    t.add_row("repeats", ", ".join(f"{v:.2f}" for v in s.repeat_throughputs)
-              + f" samples/s (spread {s.repeat_spread:.1%})")
-    t.add_row("step time", f"median {s.step_time_median_s * 1e3:.1f} ms, p90 {s.step_time_p90_s * 1e3:.1f} ms, "
-              f"IQR {s.step_time_iqr_s * 1e3:.1f} ms, CV {s.step_time_cv:.1%}")
+    t.add_row(
+        "repeats", ", ".join(f"{v:.2f}" for v in s.repeat_throughputs) + f" samples/s (spread {s.repeat_spread:.1%})"
+    )
+    t.add_row(
+        "step time",
+        f"median {s.step_time_median_s * 1e3:.1f} ms, p90 {s.step_time_p90_s * 1e3:.1f} ms, "
+        f"IQR {s.step_time_iqr_s * 1e3:.1f} ms, CV {s.step_time_cv:.1%}",
+    )
     t.add_row("measured", f"{s.measured_steps} steps, {s.measured_samples} samples in {s.measured_seconds:.1f} s")
     t.add_row("warm-up", f"{s.warmup_seconds:.1f} s in all; first step {_fmt(s.first_step_s, '.2f', ' s')}")
     ss = s.steady_state
-    steady = {"steady": "[green]steady[/green]", "trending": "[red]STILL TRENDING[/red]",
-              "insufficient": "[yellow]too few steps to check[/yellow]"}[ss.status]
+    steady = {
+        "steady": "[green]steady[/green]",
+        "trending": "[red]STILL TRENDING[/red]",
+        "insufficient": "[yellow]too few steps to check[/yellow]",
+    }[ss.status]
     if ss.worst_drift is not None:
         steady += f" (largest drift {ss.worst_drift:+.1%} across a window)"
     t.add_row("steady state", steady)

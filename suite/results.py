@@ -89,7 +89,7 @@ class Result(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     kind: Literal["trainbench.result"] = "trainbench.result"
     run_id: str
     status: Literal["complete", "incomplete"]

@@ -6,6 +6,7 @@ failure never loses a measurement.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
@@ -94,8 +95,13 @@ def preflight(config: RunConfig, opts: RunOptions) -> None:
         suite.cost.PriceTableError: the price options are invalid.
         suite.launch.LaunchError: the requested allocator is missing.
     """
-    compute_cost(1.0, price_per_hour=opts.price_per_hour, instance_type=opts.instance_type,
-                 pricing=opts.pricing, region=opts.region)
+    compute_cost(
+        1.0,
+        price_per_hour=opts.price_per_hour,
+        instance_type=opts.instance_type,
+        pricing=opts.pricing,
+        region=opts.region,
+    )
     plan_launch(config.launch, Path("job.json"), Path("out.json"))
     out = opts.output_dir
     try:
@@ -209,8 +215,13 @@ def build_result(
     if complete and summary is not None:
         util_summary = summarize_utilization(util, windows)
         diagnosis = diagnose(summary.input_bound_fraction, util_summary.cpu_mean_percent)
-        c = compute_cost(summary.throughput, price_per_hour=opts.price_per_hour, instance_type=opts.instance_type,
-                         pricing=opts.pricing, region=opts.region)
+        c = compute_cost(
+            summary.throughput,
+            price_per_hour=opts.price_per_hour,
+            instance_type=opts.instance_type,
+            pricing=opts.pricing,
+            region=opts.region,
+        )
         cost = c.to_dict() if c is not None else None
     division = "closed" if config.profile == "official" and not config.overrides else "open"
     return seal(
@@ -259,10 +270,9 @@ def execute(config: RunConfig, opts: RunOptions, on_progress: ProgressCallback |
         if opts.tracking_uri:
             from suite.tracking import TrackingError, log_result
 
-            try:
+            # the incomplete result is on disk; the RunError below is what matters
+            with contextlib.suppress(TrackingError):
                 log_result(result, path, [], opts.tracking_uri)
-            except TrackingError:
-                pass  # the incomplete result is on disk; the RunError below is what matters
         interrupted = bool(result.error and result.error.startswith("interrupted"))
         raise RunError(
             f"run {'interrupted' if interrupted else 'failed'}: {result.error}. "
@@ -275,7 +285,10 @@ def execute(config: RunConfig, opts: RunOptions, on_progress: ProgressCallback |
     for tmp in ("measurement.json", "progress.jsonl"):
         (run_dir / tmp).unlink(missing_ok=True)
     timeline = timeline_png(
-        result.steps, result.windows, result.utilization, run_dir / "timeline.png",
+        result.steps,
+        result.windows,
+        result.utilization,
+        run_dir / "timeline.png",
         f"{config.workload} ({config.profile}): {result.summary.throughput:.2f} samples/s" if result.summary else "",
     )
     outcome = RunOutcome(result, result_path, timeline)

@@ -7,6 +7,7 @@ the result JSON, environment and timeline plot as artifacts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -161,9 +162,7 @@ def log_result(result: Result, result_path: Path, extra_artifacts: list[Path], t
             status = "KILLED" if result.error and result.error.startswith("interrupted") else "FAILED"
         client.set_terminated(rid, status)
     except Exception as exc:
-        try:
+        with contextlib.suppress(Exception):  # the store may be gone; the TrackingError below says so
             client.set_terminated(rid, "FAILED")
-        except Exception:  # the store is gone; the TrackingError below says so
-            pass
         raise TrackingError(f"MLflow at {tracking_uri} failed while logging run {rid}: {exc}") from exc
     return str(rid)

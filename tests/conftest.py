@@ -12,35 +12,43 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 TINY_RUN = [
-    "--set", "batch_size=2",
-    "--set", "image_size=64",
-    "--set", "warmup_steps=1",
-    "--set", "warmup_seconds=0",
-    "--set", "measure_steps=3",
-    "--set", "measure_seconds=0",
-    "--set", "repeats=1",
-    "--set", "sampler_interval_s=0.1",
+    "--set",
+    "batch_size=2",
+    "--set",
+    "image_size=64",
+    "--set",
+    "warmup_steps=1",
+    "--set",
+    "warmup_seconds=0",
+    "--set",
+    "measure_steps=3",
+    "--set",
+    "measure_seconds=0",
+    "--set",
+    "repeats=1",
+    "--set",
+    "sampler_interval_s=0.1",
 ]
 """Overrides that make resnet50-cpu a real but seconds-long run (batch 2, 64x64 images)."""
 
 
-def trainbench(*args: str, cwd: Path, env: dict[str, str] | None = None,
-               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def trainbench(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """Run the installed ``trainbench`` CLI as a user would, in its own process."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("MLFLOW_TRACKING_URI", None)
     if env and "MLFLOW_TRACKING_URI" in env:
         full_env["MLFLOW_TRACKING_URI"] = env["MLFLOW_TRACKING_URI"]
     exe = Path(sys.executable).parent / "trainbench"
-    return subprocess.run([str(exe), *args], cwd=cwd, env=full_env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([str(exe), *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture
 def jpeg_folder(tmp_path: Path) -> Path:
     """An ImageFolder tree of real JPEG files: 3 classes x 4 images of 80x60 pixels."""
-    from PIL import Image
     import numpy as np
+    from PIL import Image
 
     rng = np.random.default_rng(0)
     root = tmp_path / "images"

@@ -99,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
 
         def on_step(r: StepRecord, f: IO[str] | None = progress) -> None:
             if f is not None:
-                f.write(f'{{"repeat":{r.repeat},"phase":"{r.phase.value}","index":{r.index},'
-                        f'"samples":{r.samples},"step_s":{r.step_s:.6f}}}\n')
+                f.write(
+                    f'{{"repeat":{r.repeat},"phase":"{r.phase.value}","index":{r.index},'
+                    f'"samples":{r.samples},"step_s":{r.step_s:.6f}}}\n'
+                )
 
         origin = time.perf_counter()
         sampler = UtilizationSampler(interval, origin=origin).start()

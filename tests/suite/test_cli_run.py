@@ -25,8 +25,20 @@ def _result_files(root: Path, name: str = "result.json") -> list[Path]:
 def test_tiny_run_writes_valid_result_and_mlflow_run(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     uri = f"sqlite:///{db}"
-    proc = trainbench("run", "resnet50-cpu", *TINY_RUN, "--output-dir", str(tmp_path / "out"),
-                      "--tracking-uri", uri, "--price-per-hour", "0.5", "--system", "test-box", cwd=tmp_path)
+    proc = trainbench(
+        "run",
+        "resnet50-cpu",
+        *TINY_RUN,
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--tracking-uri",
+        uri,
+        "--price-per-hour",
+        "0.5",
+        "--system",
+        "test-box",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert "samples/s" in proc.stdout and "make ui" in proc.stdout
     [path] = _result_files(tmp_path / "out")
@@ -67,18 +79,28 @@ def test_tiny_run_writes_valid_result_and_mlflow_run(tmp_path: Path) -> None:
 
 def test_bad_config_fails_before_anything_runs(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = trainbench("run", "resnet50-cpu", "--set", "batch_size=-1", "--output-dir", str(out), "--no-tracking",
-                      cwd=tmp_path)
+    proc = trainbench(
+        "run", "resnet50-cpu", "--set", "batch_size=-1", "--output-dir", str(out), "--no-tracking", cwd=tmp_path
+    )
     assert proc.returncode == 2
     assert "batch_size" in proc.stderr and "greater than or equal to 1" in proc.stderr
     assert not out.exists()
-    proc = trainbench("run", "resnet50-cpu", "--set", "measure_stepz=5", "--output-dir", str(out), "--no-tracking",
-                      cwd=tmp_path)
+    proc = trainbench(
+        "run", "resnet50-cpu", "--set", "measure_stepz=5", "--output-dir", str(out), "--no-tracking", cwd=tmp_path
+    )
     assert proc.returncode == 2 and "unknown setting" in proc.stderr and "measure_steps" in proc.stderr
     proc = trainbench("run", "resnet50-gpu", "--output-dir", str(out), "--no-tracking", cwd=tmp_path)
     assert proc.returncode == 2 and "valid workloads: resnet50-cpu" in proc.stderr
-    proc = trainbench("run", "resnet50-cpu", "--instance-type", "no.such.type", "--output-dir", str(out),
-                      "--no-tracking", cwd=tmp_path)
+    proc = trainbench(
+        "run",
+        "resnet50-cpu",
+        "--instance-type",
+        "no.such.type",
+        "--output-dir",
+        str(out),
+        "--no-tracking",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2 and "c7i.2xlarge" in proc.stderr
     assert not out.exists() or not list(out.rglob("*.json"))
     assert not (tmp_path / "mlflow.db").exists()
@@ -86,8 +108,19 @@ def test_bad_config_fails_before_anything_runs(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(find_library("libjemalloc.so.2") is None, reason="libjemalloc2 is not installed")
 def test_jemalloc_is_preloaded_and_read_back(tmp_path: Path) -> None:
-    proc = trainbench("run", "resnet50-cpu", *TINY_RUN, "--set", "allocator=jemalloc", "--set", "omp_num_threads=1",
-                      "--output-dir", str(tmp_path), "--no-tracking", cwd=tmp_path)
+    proc = trainbench(
+        "run",
+        "resnet50-cpu",
+        *TINY_RUN,
+        "--set",
+        "allocator=jemalloc",
+        "--set",
+        "omp_num_threads=1",
+        "--output-dir",
+        str(tmp_path),
+        "--no-tracking",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     [path] = _result_files(tmp_path)
     env = read_result(path).environment
@@ -98,8 +131,17 @@ def test_jemalloc_is_preloaded_and_read_back(tmp_path: Path) -> None:
 
 
 def test_run_cpu_launcher(tmp_path: Path) -> None:
-    proc = trainbench("run", "resnet50-cpu", *TINY_RUN, "--set", "launcher=run_cpu", "--output-dir", str(tmp_path),
-                      "--no-tracking", cwd=tmp_path)
+    proc = trainbench(
+        "run",
+        "resnet50-cpu",
+        *TINY_RUN,
+        "--set",
+        "launcher=run_cpu",
+        "--output-dir",
+        str(tmp_path),
+        "--no-tracking",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     [path] = _result_files(tmp_path)
     result = read_result(path)
@@ -109,9 +151,21 @@ def test_run_cpu_launcher(tmp_path: Path) -> None:
 
 
 def test_imagefolder_of_real_jpegs(tmp_path: Path, jpeg_folder: Path) -> None:
-    proc = trainbench("run", "resnet50-cpu", *TINY_RUN, "--set", "data=imagefolder", "--set",
-                      f"data_dir={jpeg_folder}", "--set", "num_workers=1", "--output-dir", str(tmp_path / "o"),
-                      "--no-tracking", cwd=tmp_path)
+    proc = trainbench(
+        "run",
+        "resnet50-cpu",
+        *TINY_RUN,
+        "--set",
+        "data=imagefolder",
+        "--set",
+        f"data_dir={jpeg_folder}",
+        "--set",
+        "num_workers=1",
+        "--output-dir",
+        str(tmp_path / "o"),
+        "--no-tracking",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     [path] = _result_files(tmp_path / "o")
     result = read_result(path)
@@ -122,8 +176,19 @@ def test_imagefolder_of_real_jpegs(tmp_path: Path, jpeg_folder: Path) -> None:
 def test_missing_data_dir_fails_clearly_and_keeps_no_valid_result(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = trainbench("run", "resnet50-cpu", *TINY_RUN, "--set", "data=imagefolder", "--set", f"data_dir={empty}",
-                      "--output-dir", str(tmp_path / "o"), "--no-tracking", cwd=tmp_path)
+    proc = trainbench(
+        "run",
+        "resnet50-cpu",
+        *TINY_RUN,
+        "--set",
+        "data=imagefolder",
+        "--set",
+        f"data_dir={empty}",
+        "--output-dir",
+        str(tmp_path / "o"),
+        "--no-tracking",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 1
     assert "not a usable ImageFolder" in proc.stderr
     assert not _result_files(tmp_path / "o")
@@ -134,8 +199,18 @@ def test_missing_data_dir_fails_clearly_and_keeps_no_valid_result(tmp_path: Path
 def test_sigint_stops_the_run_and_keeps_the_steps_measured(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     exe = Path(sys.executable).parent / "trainbench"
-    args = [str(exe), "run", "resnet50-cpu", *TINY_RUN, "--set", "measure_seconds=600", "--output-dir",
-            str(tmp_path / "o"), "--tracking-uri", uri]
+    args = [
+        str(exe),
+        "run",
+        "resnet50-cpu",
+        *TINY_RUN,
+        "--set",
+        "measure_seconds=600",
+        "--output-dir",
+        str(tmp_path / "o"),
+        "--tracking-uri",
+        uri,
+    ]
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     progress: list[Path] = []

@@ -18,11 +18,21 @@ def test_default_launch_sets_nothing() -> None:
 
 
 def test_openmp_settings_become_environment() -> None:
-    cfg = LaunchConfig(omp_num_threads=2, kmp_blocktime=1, kmp_affinity="granularity=fine,compact,1,0",
-                       omp_proc_bind="close", omp_places="cores")
+    cfg = LaunchConfig(
+        omp_num_threads=2,
+        kmp_blocktime=1,
+        kmp_affinity="granularity=fine,compact,1,0",
+        omp_proc_bind="close",
+        omp_places="cores",
+    )
     env = launch.plan_launch(cfg, Path("j"), Path("o"), base_env={}).env_set
-    assert env == {"OMP_NUM_THREADS": "2", "KMP_BLOCKTIME": "1", "KMP_AFFINITY": "granularity=fine,compact,1,0",
-                   "OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
+    assert env == {
+        "OMP_NUM_THREADS": "2",
+        "KMP_BLOCKTIME": "1",
+        "KMP_AFFINITY": "granularity=fine,compact,1,0",
+        "OMP_PROC_BIND": "close",
+        "OMP_PLACES": "cores",
+    }
 
 
 @pytest.mark.parametrize("name", ["jemalloc", "tcmalloc"])
@@ -30,8 +40,9 @@ def test_allocator_is_preloaded_ahead_of_existing_preload(name: str) -> None:
     soname = launch.ALLOCATORS[name][0]
     if launch.find_library(soname) is None:
         pytest.skip(f"{soname} not installed")
-    env = launch.plan_launch(LaunchConfig(allocator=name), Path("j"), Path("o"),
-                             base_env={"LD_PRELOAD": "/x/libother.so"}).env_set
+    env = launch.plan_launch(
+        LaunchConfig(allocator=name), Path("j"), Path("o"), base_env={"LD_PRELOAD": "/x/libother.so"}
+    ).env_set
     first, rest = env["LD_PRELOAD"].split(":", 1)
     assert first.endswith(soname) and Path(first).is_absolute() and rest == "/x/libother.so"
     assert ("MALLOC_CONF" in env) == (name == "jemalloc")
@@ -53,4 +64,12 @@ def test_run_cpu_command() -> None:
     plan = launch.plan_launch(LaunchConfig(launcher="run_cpu"), Path("j"), Path("o"), Path("p"), python="py")
     assert plan.command[:3] == ["py", "-m", "torch.backends.xeon.run_cpu"]
     assert "--no-python" in plan.command and plan.command[-8:] == [
-        "-m", "workloads.rank", "--job", "j", "--out", "o", "--progress", "p"]
+        "-m",
+        "workloads.rank",
+        "--job",
+        "j",
+        "--out",
+        "o",
+        "--progress",
+        "p",
+    ]

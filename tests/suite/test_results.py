@@ -20,21 +20,52 @@ def _measurement(complete: bool = True) -> dict[str, Any]:
         for phase, n in (("warmup", 2), ("measurement", 5)):
             start = t
             for i in range(n):
-                steps.append({"repeat": repeat, "phase": phase, "index": i, "start_s": t,
-                              "data_wait_s": 0.01, "compute_s": 0.19 + 0.001 * i, "samples": 16})
+                steps.append(
+                    {
+                        "repeat": repeat,
+                        "phase": phase,
+                        "index": i,
+                        "start_s": t,
+                        "data_wait_s": 0.01,
+                        "compute_s": 0.19 + 0.001 * i,
+                        "samples": 16,
+                    }
+                )
                 t += 0.2 + 0.001 * i
-            windows.append({"repeat": repeat, "phase": phase, "start_s": start, "seconds": t - start,
-                            "steps": n, "samples": 16 * n})
+            windows.append(
+                {
+                    "repeat": repeat,
+                    "phase": phase,
+                    "start_s": start,
+                    "seconds": t - start,
+                    "steps": n,
+                    "samples": 16 * n,
+                }
+            )
     util = [{"t_s": x / 2, "cpu_percent": [90.0, 80.0], "rss_bytes": 10**9} for x in range(1, 6)]
-    return {"rank": 0, "world_size": 1, "complete": complete, "error": None if complete else "interrupted (SIGINT)",
-            "steps": steps, "windows": windows, "utilization": util,
-            "system": {"host": {"hostname": "box"}, "cpu": {"model": "Test CPU"}}, "workload_info": {}}
+    return {
+        "rank": 0,
+        "world_size": 1,
+        "complete": complete,
+        "error": None if complete else "interrupted (SIGINT)",
+        "steps": steps,
+        "windows": windows,
+        "utilization": util,
+        "system": {"host": {"hostname": "box"}, "cpu": {"model": "Test CPU"}},
+        "workload_info": {},
+    }
 
 
 def _written(tmp_path: Path, complete: bool = True) -> Path:
     config = resolve("resnet50-cpu", None, ["batch_size=16"])
-    result = build_result(config, RunOptions(tmp_path, None, price_per_hour=1.0), _measurement(complete),
-                          ["python", "-m", "workloads.rank"], {}, "ab" * 16)
+    result = build_result(
+        config,
+        RunOptions(tmp_path, None, price_per_hour=1.0),
+        _measurement(complete),
+        ["python", "-m", "workloads.rank"],
+        {},
+        "ab" * 16,
+    )
     return write_result(result, tmp_path / "result.json")
 
 
@@ -51,10 +82,10 @@ def test_round_trip_and_schema(tmp_path: Path) -> None:
     assert result.status == "complete" and result.system == "box"
     assert result.summary is not None
     assert result.summary.measured_samples == 2 * 5 * 16
-    assert result.summary.throughput == pytest.approx(160 / sum(w["seconds"] for w in doc["windows"]
-                                                                if w["phase"] == "measurement"))
-    assert result.cost is not None and result.cost.samples_per_dollar == pytest.approx(
-        result.summary.throughput * 3600)
+    assert result.summary.throughput == pytest.approx(
+        160 / sum(w["seconds"] for w in doc["windows"] if w["phase"] == "measurement")
+    )
+    assert result.cost is not None and result.cost.samples_per_dollar == pytest.approx(result.summary.throughput * 3600)
     assert result.diagnosis is not None and result.diagnosis.verdict == "compute-bound"
     again = write_result(result, tmp_path / "again.json")
     assert json.loads(again.read_text()) == doc
@@ -80,12 +111,15 @@ def test_unknown_schema_version_is_refused_with_a_reason(tmp_path: Path) -> None
         read_result(path)
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda d: d.pop("steps"),
-    lambda d: d.update(status="great"),
-    lambda d: d["steps"][0].update(samples="many"),
-    lambda d: d.update(unexpected=1),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.pop("steps"),
+        lambda d: d.update(status="great"),
+        lambda d: d["steps"][0].update(samples="many"),
+        lambda d: d.update(unexpected=1),
+    ],
+)
 def test_schema_violations_are_refused(tmp_path: Path, mutate: Any) -> None:
     path = _written(tmp_path)
     doc = json.loads(path.read_text())

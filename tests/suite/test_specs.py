@@ -21,27 +21,33 @@ def test_specs_load_and_profiles_follow_the_seed_study() -> None:
 
 
 def test_overrides_are_typed_and_sectioned() -> None:
-    c = resolve("resnet50-cpu", None, ["batch_size=32", "windows.repeats=2", "allocator=tcmalloc",
-                                       "channels_last=false", "lr=0.1"])
+    c = resolve(
+        "resnet50-cpu",
+        None,
+        ["batch_size=32", "windows.repeats=2", "allocator=tcmalloc", "channels_last=false", "lr=0.1"],
+    )
     assert c.params["batch_size"] == 32 and c.params["channels_last"] is False and c.params["lr"] == 0.1
     assert c.windows.repeats == 2 and c.launch.allocator == "tcmalloc"
     assert c.overrides[0] == "batch_size=32"
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("batch_size=0", "batch_size: Input should be greater than or equal to 1"),
-    ("precision=fp16", "precision: Input should be 'fp32' or 'bf16'"),
-    ("warmup_steps=-1", "warmup_steps: Input should be greater than or equal to 1"),
-    ("measure_seconds=nan", "measure_seconds"),
-    ("repeats=0", "repeats"),
-    ("nosuch=1", "unknown setting"),
-    ("params.nosuch=1", "params has no setting 'nosuch'"),
-    ("bogus.batch_size=1", "unknown section 'bogus'"),
-    ("batch_size", "expected key=value"),
-    ("=3", "the key is empty"),
-    ("data=imagefolder", "data=imagefolder needs data_dir"),
-    ("allocator=mimalloc", "allocator"),
-])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("batch_size=0", "batch_size: Input should be greater than or equal to 1"),
+        ("precision=fp16", "precision: Input should be 'fp32' or 'bf16'"),
+        ("warmup_steps=-1", "warmup_steps: Input should be greater than or equal to 1"),
+        ("measure_seconds=nan", "measure_seconds"),
+        ("repeats=0", "repeats"),
+        ("nosuch=1", "unknown setting"),
+        ("params.nosuch=1", "params has no setting 'nosuch'"),
+        ("bogus.batch_size=1", "unknown section 'bogus'"),
+        ("batch_size", "expected key=value"),
+        ("=3", "the key is empty"),
+        ("data=imagefolder", "data=imagefolder needs data_dir"),
+        ("allocator=mimalloc", "allocator"),
+    ],
+)
 def test_bad_overrides_say_what_to_change(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=None) as info:
         resolve("resnet50-cpu", None, [override])

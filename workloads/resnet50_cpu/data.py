@@ -69,7 +69,9 @@ def make_loader(dataset: Dataset[Any], batch_size: int, num_workers: int, shuffl
     """
     n = len(dataset)  # type: ignore[arg-type]
     if n < batch_size:
-        raise DataError(f"the dataset has {n} samples, fewer than batch_size={batch_size}; lower batch_size or add data")
+        raise DataError(
+            f"the dataset has {n} samples, fewer than batch_size={batch_size}; lower batch_size or add data"
+        )
     g = torch.Generator()
     g.manual_seed(seed)
     return DataLoader(

@@ -82,9 +82,7 @@ class ResNet50CPU:
             x = x.contiguous(memory_format=torch.channels_last)
         self.optimizer.zero_grad(set_to_none=True)
         autocast = (
-            torch.autocast("cpu", dtype=torch.bfloat16)
-            if self.params.precision == "bf16"
-            else contextlib.nullcontext()
+            torch.autocast("cpu", dtype=torch.bfloat16) if self.params.precision == "bf16" else contextlib.nullcontext()
         )
         with autocast:
             loss = self.criterion(self.forward(x), y)
