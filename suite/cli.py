@@ -117,6 +117,22 @@ def run(
         _fail(f"{outcome.tracking_error}\nThe result is safe in {outcome.result_path}.", 3)
 
 
+@main.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+    hidden=True,
+)
+@click.pass_context
+def rank(ctx: click.Context) -> None:
+    """Run one rank (``workloads.rank``): the command a launcher or container executes.
+
+    Arguments: --job JOB.json --out MEASUREMENT.json [--progress PROGRESS.jsonl].
+    """
+    from workloads.rank import main as rank_main
+
+    sys.exit(rank_main(list(ctx.args)))
+
+
 @main.command("list")
 def list_cmd() -> None:
     """List the workloads and their profiles."""

@@ -87,14 +87,20 @@ class LaunchPlan:
     """A command and the environment changes it runs with.
 
     Attributes:
-        command: argv of the rank process (or of its launcher).
+        command: argv of the rank process (or of its launcher, or of ``docker run``).
         env_set: variables set on top of the caller's environment.
         launcher: ``inline`` or ``run_cpu``.
+        runtime: ``local``, or the runtime a wrapper put the command in (``docker``).
+        image: container image name, when the runtime is a container.
+        image_id: container image id (``sha256:...``), when the runtime is a container.
     """
 
     command: list[str]
     env_set: dict[str, str] = field(default_factory=dict)
     launcher: str = "inline"
+    runtime: str = "local"
+    image: str | None = None
+    image_id: str | None = None
 
     def environ(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The full environment: ``base`` (default ``os.environ``) plus ``env_set``."""

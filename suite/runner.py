@@ -24,7 +24,7 @@ from harness.sampler import UtilizationSample, summarize_utilization
 from harness.stats import MeasurementError, summarize
 from suite.cost import compute_cost
 from suite.diagnosis import diagnose
-from suite.launch import plan_launch
+from suite.launch import LaunchPlan, plan_launch
 from suite.plots import timeline_png
 from suite.provenance import provenance
 from suite.results import Result, seal, write_result
@@ -61,6 +61,11 @@ class RunOptions:
         instance_type: instance type to look up in the price table, or None.
         pricing: ``on-demand`` or ``spot`` (price-table lookups only).
         region: region for price-table lookups, or None.
+        wrap: optional runtime wrapper, called with the local launch plan and the
+            run directory; it returns the plan to execute instead (e.g. the same rank
+            command inside ``docker run``). The run directory holds the job, the
+            measurement and the progress files, so a wrapper must make it visible to
+            the rank at the same path.
     """
 
     output_dir: Path
@@ -70,6 +75,7 @@ class RunOptions:
     instance_type: str | None = None
     pricing: str = "on-demand"
     region: str | None = None
+    wrap: Callable[[LaunchPlan, Path], LaunchPlan] | None = None
 
 
 @dataclass
@@ -137,15 +143,18 @@ def _tail_progress(path: Path, offset: int, on_progress: ProgressCallback | None
 
 
 def launch_rank(
-    config: RunConfig, run_dir: Path, on_progress: ProgressCallback | None = None
-) -> tuple[dict[str, Any], list[str], dict[str, str], int]:
+    config: RunConfig,
+    run_dir: Path,
+    on_progress: ProgressCallback | None = None,
+    wrap: Callable[[LaunchPlan, Path], LaunchPlan] | None = None,
+) -> tuple[dict[str, Any], LaunchPlan, int]:
     """Start the rank process, follow its progress and return its measurement.
 
     On Ctrl-C the rank is told to stop (SIGINT), given STOP_GRACE_S to write what
     it measured, then killed.
 
     Returns:
-        (measurement, command, env_set, exit_code).
+        (measurement, the launch plan that ran, exit_code).
 
     Raises:
         RunError: the rank died without writing a measurement.
@@ -156,6 +165,8 @@ def launch_rank(
     log = run_dir / "rank0.log"
     job.write_text(json.dumps(config.job(), indent=1))
     plan = plan_launch(config.launch, job, out, progress)
+    if wrap is not None:
+        plan = wrap(plan, run_dir)
     offset = 0
     interrupted = False
     with log.open("w") as logf:
@@ -184,15 +195,14 @@ def launch_rank(
     if interrupted and not measurement.get("error"):
         measurement["error"] = "interrupted (SIGINT)"
         measurement["complete"] = False
-    return measurement, plan.command, plan.env_set, code
+    return measurement, plan, code
 
 
 def build_result(
     config: RunConfig,
     opts: RunOptions,
     measurement: dict[str, Any],
-    command: list[str],
-    env_set: dict[str, str],
+    plan: LaunchPlan,
     run_id: str,
 ) -> Result:
     """Turn a rank's raw measurement into a sealed :class:`Result`.
@@ -234,7 +244,14 @@ def build_result(
             "division": division,
             "system": opts.system or environment.get("host", {}).get("hostname") or "unknown",
             "config": config,
-            "runtime": {"kind": "local", "launcher": config.launch.launcher, "command": command, "env_set": env_set},
+            "runtime": {
+                "kind": plan.runtime,
+                "launcher": plan.launcher,
+                "command": plan.command,
+                "env_set": plan.env_set,
+                "image": plan.image,
+                "image_id": plan.image_id,
+            },
             "world_size": int(measurement.get("world_size", 1)),
             "environment": environment,
             "workload_info": measurement.get("workload_info", {}),
@@ -263,8 +280,8 @@ def execute(config: RunConfig, opts: RunOptions, on_progress: ProgressCallback |
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     run_dir = opts.output_dir / config.workload / f"{stamp}-{run_id[:8]}"
     run_dir.mkdir(parents=True)
-    measurement, command, env_set, code = launch_rank(config, run_dir, on_progress)
-    result = build_result(config, opts, measurement, command, env_set, run_id)
+    measurement, plan, code = launch_rank(config, run_dir, on_progress, opts.wrap)
+    result = build_result(config, opts, measurement, plan, run_id)
     if result.status != "complete":
         path = write_result(result, run_dir / "result-incomplete.json")
         if opts.tracking_uri:

@@ -122,8 +122,17 @@ def _tags(result: Result) -> dict[str, str]:
     return tags
 
 
-def log_result(result: Result, result_path: Path, extra_artifacts: list[Path], tracking_uri: str) -> str:
+def log_result(
+    result: Result,
+    result_path: Path,
+    extra_artifacts: list[Path],
+    tracking_uri: str,
+    parent_run_id: str | None = None,
+) -> str:
     """Record ``result`` as one MLflow run and return the MLflow run id.
+
+    With ``parent_run_id`` the run is a child of that run (MLflow's
+    ``mlflow.parentRunId`` tag), as for the points of a sweep.
 
     The run ends FINISHED for a complete result, KILLED for an interrupted one and
     FAILED for any other incomplete one.
@@ -134,9 +143,10 @@ def log_result(result: Result, result_path: Path, extra_artifacts: list[Path], t
     try:
         client = MlflowClient(tracking_uri=tracking_uri)
         exp = experiment_id(client, result.workload, tracking_uri)
-        run = client.create_run(
-            exp, run_name=f"{result.workload}-{result.profile}-{result.run_id[:8]}", tags=_tags(result)
-        )
+        tags = _tags(result)
+        if parent_run_id:
+            tags["mlflow.parentRunId"] = parent_run_id
+        run = client.create_run(exp, run_name=f"{result.workload}-{result.profile}-{result.run_id[:8]}", tags=tags)
     except Exception as exc:
         raise TrackingError(f"MLflow at {tracking_uri} could not start a run: {exc}") from exc
     rid = run.info.run_id

@@ -9,6 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from suite.launch import LaunchPlan
 from suite.results import SCHEMA_PATH, ResultError, json_schema, read_result, verify_digest, write_result
 from suite.runner import RunOptions, build_result
 from suite.specs import resolve
@@ -62,8 +63,7 @@ def _written(tmp_path: Path, complete: bool = True) -> Path:
         config,
         RunOptions(tmp_path, None, price_per_hour=1.0),
         _measurement(complete),
-        ["python", "-m", "workloads.rank"],
-        {},
+        LaunchPlan(command=["python", "-m", "workloads.rank"]),
         "ab" * 16,
     )
     return write_result(result, tmp_path / "result.json")
