@@ -1,0 +1,295 @@
+"""``trainbench report``: rank systems per workload by samples/s and by samples per dollar.
+
+The seed study's instance-selection question (C. Rand, "Instance Selection for Deep
+Learning", Jun 2023): which machine gives the most throughput, and which the most
+samples per dollar (samples/s x 3600 / USD per hour)? Rows come from the validated
+submissions (their score: median or olympic mean over the runs) and, unless left out,
+from the published reference bands (each a cited figure, priced from the price
+table when the band's system is an instance type listed there).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from rich.markup import escape
+from rich.table import Table
+
+from suite.cost import PriceTableError, load_price_table, lookup
+from suite.validation.bands import BandsFile, Citation
+from suite.validation.submission import ValidationReport
+
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One candidate system for one workload.
+
+    Attributes:
+        workload: the workload spec name.
+        system: the system name (or instance type for a published figure).
+        kind: ``submission`` (measured, validated) or ``published`` (a cited band value).
+        config: division and profile, or the published setup.
+        throughput: samples/s (a submission's score, or the published value).
+        usd_per_hour: price in USD per hour, or None when unknown.
+        samples_per_dollar: throughput x 3600 / usd_per_hour, or None.
+        band_status: ``inside``/``below``/``above`` the band, ``no band``, or ``published``.
+        compliant: a submission without error findings (published rows count as compliant).
+        runs: runs behind the figure.
+        source: the band or submission directory the figure comes from.
+    """
+
+    workload: str
+    system: str
+    kind: str
+    config: str
+    throughput: float
+    usd_per_hour: float | None
+    samples_per_dollar: float | None
+    band_status: str
+    compliant: bool
+    runs: int
+    source: str
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The answer for one workload: the best compliant row by throughput and by samples per dollar."""
+
+    workload: str
+    for_throughput: RankRow
+    for_cost: RankRow | None
+
+
+def _short(setup: str, limit: int = 70) -> str:
+    """The distinguishing part of a published setup: its last ';' clause, at most ``limit`` characters."""
+    text = setup.rsplit(";", 1)[-1].strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _price_of(instance_type: str) -> float | None:
+    try:
+        return lookup(load_price_table(), instance_type, "on-demand").usd_per_hour
+    except PriceTableError:
+        return None
+
+
+def build_rows(report: ValidationReport, bands: BandsFile, include_published: bool = True) -> list[RankRow]:
+    """Rows from the validated groups (those with a score) and the cited throughput bands."""
+    rows: list[RankRow] = []
+    for g in report.groups:
+        if g.score is None:
+            continue
+        rows.append(
+            RankRow(
+                workload=g.workload,
+                system=g.system,
+                kind="submission",
+                config=f"{g.division}: {g.config_summary}",
+                throughput=g.score,
+                usd_per_hour=g.usd_per_hour,
+                samples_per_dollar=g.samples_per_dollar,
+                band_status=g.verdict or "no band",
+                compliant=g.errors == 0,
+                runs=g.valid_runs,
+                source=g.where,
+            )
+        )
+    if include_published:
+        for b in bands.bands:
+            if not isinstance(b.source, Citation) or b.metric != "throughput":
+                continue
+            price = _price_of(b.system)
+            rows.append(
+                RankRow(
+                    workload=b.workload,
+                    system=b.system,
+                    kind="published",
+                    config=f"{b.division}: {_short(b.source.setup)}",
+                    throughput=b.value,
+                    usd_per_hour=price,
+                    samples_per_dollar=b.value * SECONDS_PER_HOUR / price if price else None,
+                    band_status="published",
+                    compliant=True,
+                    runs=b.runs,
+                    source=f"band {b.name}: {b.source.reference}",
+                )
+            )
+    return rows
+
+
+def by_workload(rows: list[RankRow]) -> dict[str, list[RankRow]]:
+    """Rows grouped by workload, each list sorted by throughput, highest first."""
+    out: dict[str, list[RankRow]] = {}
+    for r in sorted(rows, key=lambda r: (r.workload, -r.throughput)):
+        out.setdefault(r.workload, []).append(r)
+    return out
+
+
+def recommend(rows: list[RankRow]) -> list[Recommendation]:
+    """Per workload, the compliant row with the highest samples/s and the one with the most samples per dollar."""
+    out = []
+    for workload, group in by_workload(rows).items():
+        ok = [r for r in group if r.compliant]
+        if not ok:
+            continue
+        priced = [r for r in ok if r.samples_per_dollar is not None]
+        best_cost = max(priced, key=lambda r: r.samples_per_dollar or 0.0) if priced else None
+        out.append(Recommendation(workload, max(ok, key=lambda r: r.throughput), best_cost))
+    return out
+
+
+def _f(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def _label(r: RankRow) -> str:
+    return f"{r.system} ({'published' if r.kind == 'published' else 'submitted'})"
+
+
+def recommendation_text(rec: Recommendation) -> str:
+    """The answer in words."""
+    t = rec.for_throughput
+    text = f"{rec.workload}: for throughput choose {_label(t)}, {t.throughput:.4g} samples/s"
+    if rec.for_cost is not None:
+        c = rec.for_cost
+        text += f"; for cost choose {_label(c)}, {c.samples_per_dollar:,.0f} samples per dollar at ${c.usd_per_hour}/h"
+    else:
+        text += "; no priced system to rank by cost"
+    return text + "."
+
+
+def rich_tables(rows: list[RankRow]) -> list[Table]:
+    """One rich table per workload, ranked by samples/s, with the samples-per-dollar rank beside it."""
+    tables = []
+    for workload, group in by_workload(rows).items():
+        cost_rank = {
+            id(r): i + 1
+            for i, r in enumerate(
+                sorted(
+                    (r for r in group if r.samples_per_dollar is not None), key=lambda r: -(r.samples_per_dollar or 0)
+                )
+            )
+        }
+        t = Table(title=f"{workload}: systems ranked by samples/s", title_justify="left")
+        for col in ("#", "system", "kind", "config", "samples/s", "USD/h", "samples/$", "$ rank", "band", "runs"):
+            t.add_column(col, overflow="fold")
+        for i, r in enumerate(group, 1):
+            status = escape(r.band_status) if r.compliant else f"[red]{escape(r.band_status)}, not compliant[/]"
+            t.add_row(
+                str(i),
+                escape(r.system),
+                r.kind,
+                escape(r.config),
+                f"{r.throughput:.4g}",
+                _f(r.usd_per_hour, "g"),
+                _f(r.samples_per_dollar, ",.0f"),
+                str(cost_rank.get(id(r), "-")),
+                status,
+                str(r.runs),
+            )
+        tables.append(t)
+    return tables
+
+
+def markdown(rows: list[RankRow], chart: Path | None = None) -> str:
+    """The ranking and recommendation as Markdown."""
+    lines = ["# trainbench report: which system to train on", ""]
+    for rec in recommend(rows):
+        lines.append(f"- **{recommendation_text(rec)}**")
+    lines.append("")
+    for workload, group in by_workload(rows).items():
+        lines += [
+            f"## {workload}",
+            "",
+            "| # | system | kind | config | samples/s | USD/h | samples/$ | band | runs |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for i, r in enumerate(group, 1):
+            status = r.band_status if r.compliant else f"{r.band_status}, NOT COMPLIANT"
+            lines.append(
+                f"| {i} | {r.system} | {r.kind} | {r.config.replace('|', '/')} | {r.throughput:.4g} | "
+                f"{_f(r.usd_per_hour, 'g')} | {_f(r.samples_per_dollar, ',.0f')} | {status} | {r.runs} |"
+            )
+        lines.append("")
+    if chart is not None:
+        lines += [f"![samples/s and samples per dollar]({chart.name})", ""]
+    lines.append(
+        'Samples per dollar = samples/s x 3600 / USD per hour (C. Rand, "Instance Selection for Deep '
+        'Learning", Jun 2023). Published rows are cited reference bands, not runs validated here.'
+    )
+    return "\n".join(lines) + "\n"
+
+
+def chart_png(rows: list[RankRow], path: Path) -> Path:
+    """Horizontal bars per workload: samples/s (left) and samples per dollar (right); returns ``path``.
+
+    Submitted systems are blue (red when not compliant), published figures grey and hatched.
+    """
+    groups = by_workload(rows)
+    n = max(len(groups), 1)
+    height = sum(max(len(g), 1) * 0.45 + 1.2 for g in groups.values()) or 2.0
+    fig, axes = plt.subplots(n, 2, figsize=(12, height), squeeze=False)
+    for (workload, group), (ax_t, ax_c) in zip(groups.items(), axes, strict=False):
+        labels = [f"{r.system}\n{r.config[:48]}" for r in group][::-1]
+        colours = [
+            ("tab:blue" if r.compliant else "tab:red") if r.kind == "submission" else "lightgrey" for r in group
+        ][::-1]
+        hatches = ["" if r.kind == "submission" else "//" for r in group][::-1]
+        ys = range(len(group))
+        bars = ax_t.barh(ys, [r.throughput for r in group][::-1], color=colours)
+        spd = [r.samples_per_dollar or 0.0 for r in group][::-1]
+        bars_c = ax_c.barh(ys, spd, color=colours)
+        for bar_set in (bars, bars_c):
+            for bar, hatch in zip(bar_set, hatches, strict=True):
+                bar.set_hatch(hatch)
+        for y, r in zip(ys, group[::-1], strict=True):
+            ax_t.text(r.throughput, y, f" {r.throughput:.3g}", va="center", fontsize=7)
+            ax_c.text(r.samples_per_dollar or 0.0, y, f" {_f(r.samples_per_dollar, ',.0f')}", va="center", fontsize=7)
+        ax_t.set_yticks(list(ys), labels, fontsize=7)
+        ax_c.set_yticks(list(ys), ["" for _ in labels])
+        ax_t.set_xlabel("samples/s")
+        ax_c.set_xlabel("samples per USD (unpriced systems: 0)")
+        ax_t.set_title(f"{workload}: throughput", fontsize=9)
+        ax_c.set_title(f"{workload}: samples per dollar", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def to_json(rows: list[RankRow]) -> dict[str, Any]:
+    """Rows and recommendations as a JSON-ready dict."""
+    return {
+        "kind": "trainbench.report",
+        "rows": [asdict(r) for r in rows],
+        "recommendations": [
+            {
+                "workload": rec.workload,
+                "throughput": asdict(rec.for_throughput),
+                "cost": asdict(rec.for_cost) if rec.for_cost else None,
+                "text": recommendation_text(rec),
+            }
+            for rec in recommend(rows)
+        ],
+    }
+
+
+def mlflow_metrics(rows: list[RankRow]) -> dict[str, float]:
+    """``samples_per_s/<workload>/<system>[...]`` and ``samples_per_dollar/...`` for MLflow (names sanitized)."""
+    out: dict[str, float] = {}
+    for r in rows:
+        key = re.sub(r"[^A-Za-z0-9_./ -]", "_", f"{r.workload}/{r.system}/{r.kind}/{r.config}")[:200]
+        out[f"samples_per_s/{key}"] = r.throughput
+        if r.samples_per_dollar is not None:
+            out[f"samples_per_dollar/{key}"] = r.samples_per_dollar
+    return out

@@ -1,0 +1,401 @@
+"""Reference throughput bands: what a score should be on a given system, and where that figure came from.
+
+A band follows ReFrame's reference semantics: ``value`` with ``lower`` and ``upper``
+as fractions of it (``lower`` in [-1, 0], ``upper`` >= 0, None = unbounded), plus an
+optional absolute ``floor`` in the band's unit. A band is keyed by (workload,
+division, system or system class, metric, conditions); ``conditions`` pins the config
+settings a band applies to (an open-division band for fp32 is not one for bf16). Every
+band carries its source: a citation of a published figure, or the digests of the runs
+it was measured from.
+
+The bands live in a versioned YAML file, ``submissions/bands.yaml`` (JSON Schema:
+``suite/schemas/bands-v1.schema.json``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from suite.provenance import PROJECT_ROOT
+from suite.specs import SPECS_DIR, ConfigError, load_specs, resolve
+from suite.validation.files import MAX_BANDS_BYTES, FileProblem, read_bounded
+from suite.validation.rules import flatten_config
+
+BANDS_VERSION = 1
+BANDS_PATH = PROJECT_ROOT / "submissions" / "bands.yaml"
+"""The committed reference bands (in a source checkout)."""
+BANDS_SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / f"bands-v{BANDS_VERSION}.schema.json"
+
+METRIC_UNITS: dict[str, str] = {"throughput": "samples/s", "samples_per_dollar": "samples/USD"}
+"""The unit of each metric a band can be about: throughput in samples per second, and
+samples per US dollar (samples/s x 3600 / USD per hour)."""
+
+Metric = Literal["throughput", "samples_per_dollar"]
+Verdict = Literal["below", "inside", "above"]
+Scalar = str | int | float | bool | None
+
+BANDS_HEADER = """\
+# trainbench reference bands (bands_version 1). Schema: suite/schemas/bands-v1.schema.json.
+#
+# A band: value, lower/upper as fractions of value (lower in [-1, 0], upper >= 0, null =
+# unbounded), an optional absolute floor, the unit, the number of runs behind the value,
+# the config conditions it applies to, and its source (a citation, or measured runs with
+# their digests). Measured bands are written by `trainbench bands derive`; keep comments
+# out of this file (it is rewritten), and put notes in each band's source.
+"""
+
+
+class BandsError(ValueError):
+    """The bands file is unreadable or invalid; the message says what to change."""
+
+
+class Citation(BaseModel):
+    """A published figure.
+
+    Attributes:
+        reference: author, title and date of the publication.
+        locator: where in it (section, table, sentence), or the file of the copy kept here.
+        setup: the configuration the figure was measured with, in words.
+        bounds_policy: why the band's bounds are what they are (a published figure
+            usually reports no spread).
+        note: caveats (software versions, what differs from trainbench's config).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["citation"] = "citation"
+    reference: str = Field(min_length=1)
+    locator: str = Field(min_length=1)
+    setup: str = Field(min_length=1)
+    bounds_policy: str = Field(min_length=1)
+    note: str | None = None
+
+
+class RunStats(BaseModel):
+    """Statistics of the measured runs' metric values (in the band's unit)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(ge=1)
+    median: float = Field(gt=0, allow_inf_nan=False)
+    min: float = Field(gt=0, allow_inf_nan=False)
+    max: float = Field(gt=0, allow_inf_nan=False)
+    cv: float = Field(ge=0, allow_inf_nan=False, description="sample standard deviation / mean")
+    values: list[float] = Field(min_length=1)
+
+
+class MeasuredRuns(BaseModel):
+    """Runs measured with trainbench, by digest (``trainbench bands derive``).
+
+    Attributes:
+        runs: the content digests of the result files the band was derived from.
+        result_system: the ``system`` recorded in those results.
+        stats: their metric values and statistics.
+        method: how value and bounds were derived from them.
+        margin: the fraction added beyond the observed spread on each side.
+        derived_at: UTC date and time of the derivation (ISO 8601).
+        suite_version: trainbench version that derived the band.
+        note: conditions of the measurement (e.g. a shared machine).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["measured"] = "measured"
+    runs: list[str] = Field(min_length=1)
+    result_system: str
+    stats: RunStats
+    method: str = Field(min_length=1)
+    margin: float = Field(ge=0, le=1, allow_inf_nan=False)
+    derived_at: str
+    suite_version: str
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MeasuredRuns:
+        if len(set(self.runs)) != len(self.runs):
+            raise ValueError("the same run digest is listed twice")
+        if self.stats.n != len(self.runs) or len(self.stats.values) != len(self.runs):
+            raise ValueError(f"stats.n / stats.values must count the {len(self.runs)} runs listed")
+        return self
+
+
+Source = Annotated[Citation | MeasuredRuns, Field(discriminator="kind")]
+
+
+class ReferenceBand(BaseModel):
+    """One reference band.
+
+    Attributes:
+        name: unique name of the band.
+        workload: the workload spec name.
+        system: the system name, system class or instance type it applies to.
+        division: ``closed`` or ``open``.
+        metric: ``throughput`` (samples/s) or ``samples_per_dollar`` (samples/USD).
+        value: the reference value, in ``unit``.
+        lower: lowest accepted score as a fraction of value, in [-1, 0]; None = unbounded.
+        upper: highest accepted score as a fraction of value, >= 0; None = unbounded.
+        floor: an absolute lowest accepted score in ``unit``, or None.
+        unit: must be the metric's unit (:data:`METRIC_UNITS`).
+        runs: the number of runs behind ``value`` (1 for a single published figure).
+        conditions: ``section.setting -> value`` that a run's config must match for the
+            band to apply (empty: any config of the division).
+        source: the citation or the measured runs.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.+_-]*$")
+    workload: str
+    system: str = Field(min_length=1)
+    division: Literal["closed", "open"]
+    metric: Metric
+    value: float = Field(gt=0, allow_inf_nan=False)
+    lower: float | None = Field(ge=-1, le=0, allow_inf_nan=False)
+    upper: float | None = Field(ge=0, allow_inf_nan=False)
+    floor: float | None = Field(None, ge=0, allow_inf_nan=False)
+    unit: str
+    runs: int = Field(ge=1)
+    conditions: dict[str, Scalar] = Field(default_factory=dict)
+    source: Source
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ReferenceBand:
+        expected = METRIC_UNITS[self.metric]
+        if self.unit != expected:
+            raise ValueError(f"band {self.name!r}: unit {self.unit!r} is wrong for {self.metric}; use {expected!r}")
+        if self.floor is not None and self.floor > self.value:
+            raise ValueError(f"band {self.name!r}: floor {self.floor} is above the value {self.value}")
+        if isinstance(self.source, MeasuredRuns) and self.runs != len(self.source.runs):
+            raise ValueError(f"band {self.name!r}: runs is {self.runs} but the source lists {len(self.source.runs)}")
+        return self
+
+    @property
+    def low(self) -> float | None:
+        """Lowest accepted score in ``unit`` (None = unbounded below)."""
+        low = self.value * (1 + self.lower) if self.lower is not None else None
+        if self.floor is not None:
+            low = self.floor if low is None else max(low, self.floor)
+        return low
+
+    @property
+    def high(self) -> float | None:
+        """Highest accepted score in ``unit`` (None = unbounded above)."""
+        return self.value * (1 + self.upper) if self.upper is not None else None
+
+    def verdict(self, score: float) -> Verdict:
+        """Where ``score`` (in ``unit``) lies relative to the band."""
+        if self.low is not None and score < self.low:
+            return "below"
+        if self.high is not None and score > self.high:
+            return "above"
+        return "inside"
+
+    def key(self) -> tuple[str, str, str, str, tuple[tuple[str, Scalar], ...]]:
+        """(workload, division, system, metric, sorted conditions): unique within a file."""
+        return (self.workload, self.division, self.system, self.metric, tuple(sorted(self.conditions.items())))
+
+    def applies_to(self, flat_config: dict[str, Any]) -> bool:
+        """True when every condition equals the run's setting."""
+        return all(k in flat_config and flat_config[k] == v for k, v in self.conditions.items())
+
+    def describe(self) -> str:
+        """Short text: value and range."""
+        lo = f"{self.low:.4g}" if self.low is not None else "-inf"
+        hi = f"{self.high:.4g}" if self.high is not None else "+inf"
+        return f"{self.value:.4g} {self.unit} [{lo}, {hi}] ({self.runs} run{'s' if self.runs != 1 else ''})"
+
+
+class BandsFile(BaseModel):
+    """The bands file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bands_version: Literal[1]
+    bands: list[ReferenceBand]
+
+    @model_validator(mode="after")
+    def _unique(self) -> BandsFile:
+        names: set[str] = set()
+        keys: dict[Any, str] = {}
+        for band in self.bands:
+            if band.name in names:
+                raise ValueError(f"band name {band.name!r} is used twice")
+            names.add(band.name)
+            if band.key() in keys:
+                raise ValueError(
+                    f"bands {keys[band.key()]!r} and {band.name!r} have the same key (workload, "
+                    "division, system, metric, conditions); keep one"
+                )
+            keys[band.key()] = band.name
+        return self
+
+
+def _config_keys(specs_dir: Path) -> dict[str, set[str]]:
+    """``spec name -> the flattened config keys`` of its default profile."""
+    out: dict[str, set[str]] = {}
+    for name, spec in load_specs(specs_dir).items():
+        out[name] = set(flatten_config(resolve(name, spec.default_profile, [], directory=specs_dir)))
+    return out
+
+
+def check_conditions(bands: BandsFile, specs_dir: Path = SPECS_DIR) -> None:
+    """Every band names a known workload and only settings that workload has.
+
+    A misspelt condition would make a band silently apply to nothing, so it is an error.
+
+    Raises:
+        BandsError: an unknown workload or condition key (the message lists the valid ones).
+    """
+    try:
+        keys = _config_keys(specs_dir)
+    except ConfigError as exc:
+        raise BandsError(f"cannot load the workload specs to check the bands: {exc}") from exc
+    for band in bands.bands:
+        if band.workload not in keys:
+            raise BandsError(
+                f"band {band.name!r}: unknown workload {band.workload!r}; valid: {', '.join(sorted(keys))}"
+            )
+        unknown = sorted(set(band.conditions) - keys[band.workload])
+        if unknown:
+            raise BandsError(
+                f"band {band.name!r}: unknown condition key(s) {', '.join(unknown)}; valid keys: "
+                f"{', '.join(sorted(keys[band.workload]))}"
+            )
+
+
+def parse_bands(raw: Any, where: str, specs_dir: Path = SPECS_DIR) -> BandsFile:
+    """Check already-loaded YAML content as a bands file.
+
+    Raises:
+        BandsError: the content does not fit :class:`BandsFile`, or names unknown
+            workloads or settings.
+    """
+    if not isinstance(raw, dict):
+        raise BandsError(f"{where}: a bands file must be a mapping with bands_version and bands")
+    if raw.get("bands_version") != BANDS_VERSION:
+        raise BandsError(
+            f"{where}: bands_version {raw.get('bands_version')!r} is not supported; this trainbench reads "
+            f"bands_version {BANDS_VERSION}"
+        )
+    try:
+        bands = BandsFile.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
+        raise BandsError(f"{where}: invalid bands file: {problems}") from exc
+    check_conditions(bands, specs_dir)
+    return bands
+
+
+def load_bands(path: Path = BANDS_PATH, specs_dir: Path = SPECS_DIR) -> BandsFile:
+    """Read the bands file (size-limited, ``yaml.safe_load``) and check it.
+
+    Raises:
+        BandsError: missing, oversized or unparseable file, or invalid content.
+    """
+    if not path.exists():
+        raise BandsError(f"{path}: no bands file; pass --bands FILE (the committed one is submissions/bands.yaml)")
+    try:
+        raw = yaml.safe_load(read_bounded(path, MAX_BANDS_BYTES).decode("utf-8"))
+    except FileProblem as exc:
+        raise BandsError(f"{path}: {exc.message}") from exc
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise BandsError(f"{path}: cannot parse the bands file: {exc}") from exc
+    return parse_bands(raw, str(path), specs_dir)
+
+
+def write_bands(bands: BandsFile, path: Path) -> Path:
+    """Write the bands file as YAML (with :data:`BANDS_HEADER`), atomically; returns ``path``."""
+    body = yaml.safe_dump(
+        bands.model_dump(mode="json", exclude_none=False), sort_keys=False, allow_unicode=True, width=100
+    )
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(BANDS_HEADER + body)
+    tmp.replace(path)
+    return path
+
+
+def find_band(
+    bands: BandsFile,
+    workload: str,
+    division: str,
+    systems: Sequence[str],
+    metric: str,
+    flat_config: dict[str, Any],
+) -> ReferenceBand | None:
+    """The band for a set of runs, or None.
+
+    Args:
+        systems: the names the runs' system goes by, most specific first (system name,
+            system class, instance type); a band for an earlier name wins.
+        flat_config: the runs' config from :func:`suite.validation.rules.flatten_config`.
+
+    Among the bands that apply, the one for the most specific system name wins, then
+    the one with the most conditions.
+    """
+    best: tuple[int, int, ReferenceBand] | None = None
+    for band in bands.bands:
+        if band.workload != workload or band.division != division or band.metric != metric:
+            continue
+        if band.system not in systems or not band.applies_to(flat_config):
+            continue
+        rank = (systems.index(band.system), -len(band.conditions))
+        if best is None or rank < best[:2]:
+            best = (*rank, band)
+    return best[2] if best else None
+
+
+def score(values: Sequence[float], method: str) -> float:
+    """The score of a set of runs.
+
+    Args:
+        values: one metric value per run (at least 1; ``olympic_mean`` needs 3).
+        method: ``median``, or ``olympic_mean`` (drop one fastest and one slowest run,
+            average the rest; MLPerf Training's scoring rule).
+
+    Raises:
+        ValueError: no values, too few for an olympic mean, or an unknown method.
+    """
+    if not values:
+        raise ValueError("no runs to score")
+    if method == "median":
+        return float(statistics.median(values))
+    if method == "olympic_mean":
+        if len(values) < 3:
+            raise ValueError("an olympic mean needs at least 3 runs")
+        return float(statistics.fmean(sorted(values)[1:-1]))
+    raise ValueError(f"unknown score method {method!r}; use median or olympic_mean")
+
+
+def run_stats(values: Sequence[float]) -> RunStats:
+    """:class:`RunStats` of positive finite values.
+
+    Raises:
+        ValueError: no values, or a value that is not positive and finite.
+    """
+    if not values or any(not math.isfinite(v) or v <= 0 for v in values):
+        raise ValueError("run statistics need positive finite values")
+    mean = statistics.fmean(values)
+    cv = statistics.stdev(values) / mean if len(values) > 1 else 0.0
+    return RunStats(
+        n=len(values),
+        median=float(statistics.median(values)),
+        min=min(values),
+        max=max(values),
+        cv=cv,
+        values=list(values),
+    )
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of the bands file (generated from the model; committed as BANDS_SCHEMA_PATH)."""
+    schema = BandsFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://trainbench.dev/schemas/bands-v{BANDS_VERSION}.schema.json"
+    return schema

@@ -1,0 +1,167 @@
+"""Real results for the validator's tests, produced by the real suite.
+
+Two real rank launches of a tiny ResNet-50 (batch 2, 64x64 images) give the raw
+records; ``suite.runner.build_result`` turns each repeat into a sealed result, as a
+run of one repeat would have been. From them: an open-division set of 5 runs, a
+closed-division set of 5 runs (the official profile of a test spec directory whose
+official profile is that tiny config), and a set whose measurement windows were
+made to drift (for the steady-state check).
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from suite.launch import LaunchPlan
+from suite.results import Result, seal
+from suite.runner import RunOptions, build_result, launch_rank
+from suite.specs import SPECS_DIR, RunConfig, resolve
+from suite.validation.rules import load_rules
+from tests.conftest import TINY_RUN
+
+SYSTEM = "test-box"
+SUBMITTER = "acme"
+PRICE = 0.5
+RUNS = 5
+TINY = [item for item in TINY_RUN if item != "--set"]
+"""TINY_RUN as ``resolve`` overrides (key=value)."""
+TINY_OFFICIAL = {
+    "windows": {
+        "warmup_steps": 1,
+        "warmup_seconds": 0,
+        "measure_steps": 3,
+        "measure_seconds": 0,
+        "repeats": 1,
+        "sampler_interval_s": 0.1,
+    },
+    "params": {
+        "batch_size": 2,
+        "image_size": 64,
+        "precision": "bf16",
+        "channels_last": True,
+        "compile": "off",
+        "num_workers": 0,
+        "data": "synthetic",
+    },
+    "launch": {"launcher": "inline", "allocator": "default"},
+}
+"""The test specs' official profile: the same settings as TINY_RUN with repeats=1."""
+
+
+@dataclass
+class RealRuns:
+    """Sealed results built from real measurements (see the module docstring)."""
+
+    open: list[Result]
+    closed: list[Result]
+    trending: list[Result]
+    incomplete: Result
+    specs_dir: Path
+    open_config: RunConfig
+    closed_config: RunConfig
+    plan: LaunchPlan
+    measurement: dict[str, Any]
+
+
+def one_repeat(measurement: dict[str, Any], repeat: int) -> dict[str, Any]:
+    """The measurement of one repeat, as a single-repeat run would have recorded it."""
+    out = copy.deepcopy(measurement)
+    out["steps"] = [{**s, "repeat": 0} for s in measurement["steps"] if s["repeat"] == repeat]
+    out["windows"] = [{**w, "repeat": 0} for w in measurement["windows"] if w["repeat"] == repeat]
+    return out
+
+
+def with_drift(measurement: dict[str, Any], per_step: float = 0.5) -> dict[str, Any]:
+    """The measurement with its measured steps made to trend upward.
+
+    The real compute times are put in rising order and step ``i`` is slowed by
+    ``per_step`` x i, so the trend holds whatever the machine's noise was. Step starts
+    and the window length are recomputed, so the records stay consistent.
+    """
+    out = copy.deepcopy(measurement)
+    [window] = [w for w in out["windows"] if w["phase"] == "measurement"]
+    measured = [s for s in out["steps"] if s["phase"] == "measurement"]
+    times = sorted(s["compute_s"] for s in measured)
+    t = window["start_s"]
+    for s, compute in zip(measured, times, strict=True):
+        s["compute_s"] = compute * (1 + per_step * s["index"])
+        s["start_s"] = t
+        t += s["data_wait_s"] + s["compute_s"]
+    window["seconds"] = t - window["start_s"]
+    return out
+
+
+def build(config: RunConfig, measurement: dict[str, Any], plan: LaunchPlan, tmp: Path) -> Result:
+    """A sealed result of ``measurement`` on the test system, priced at PRICE USD/hour."""
+    opts = RunOptions(output_dir=tmp, tracking_uri=None, system=SYSTEM, price_per_hour=PRICE)
+    return build_result(config, opts, measurement, plan, uuid.uuid4().hex)
+
+
+def reseal(result: Result, **changes: Any) -> Result:
+    """``result`` with top-level fields changed and a freshly computed digest (what a forger can do)."""
+    doc = result.model_dump(mode="json")
+    doc.update(changes)
+    doc.pop("digest")
+    return seal(doc)
+
+
+def write_test_specs(directory: Path) -> Path:
+    """A spec directory whose resnet50-cpu official profile is the tiny config."""
+    directory.mkdir(parents=True, exist_ok=True)
+    spec = yaml.safe_load((SPECS_DIR / "resnet50-cpu.yaml").read_text())
+    spec["profiles"]["official"] = {"description": "tiny official profile for tests", **TINY_OFFICIAL}
+    (directory / "resnet50-cpu.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return directory
+
+
+@pytest.fixture(scope="session")
+def real_runs(tmp_path_factory: pytest.TempPathFactory) -> RealRuns:
+    """Two real launches of the tiny ResNet-50 (about 20 s on 2 cores), split into sealed results."""
+    tmp = tmp_path_factory.mktemp("real-runs")
+    specs_dir = write_test_specs(tmp / "specs")
+    many = [*TINY, f"repeats={RUNS}"]
+    launch_config = resolve("resnet50-cpu", "quick", many)
+    (tmp / "a").mkdir()
+    measurement, plan, code = launch_rank(launch_config, tmp / "a")
+    assert code == 0 and measurement["complete"], measurement.get("error")
+    (tmp / "b").mkdir()
+    long_config = resolve("resnet50-cpu", "quick", [*many, "measure_steps=8"])
+    long_measurement, _, code = launch_rank(long_config, tmp / "b")
+    assert code == 0 and long_measurement["complete"], long_measurement.get("error")
+
+    open_config = resolve("resnet50-cpu", "quick", [*TINY, "repeats=1"])
+    closed_config = resolve("resnet50-cpu", "official", [], directory=specs_dir)
+    trending_config = resolve("resnet50-cpu", "quick", [*TINY, "repeats=1", "measure_steps=8"])
+    open_results = [build(open_config, one_repeat(measurement, r), plan, tmp) for r in range(RUNS)]
+    # the runner labels by the real specs (official = batch 128); under the test specs this
+    # config is the official one, so these runs are closed-division runs of the test suite
+    closed_results = [
+        reseal(build(closed_config, one_repeat(measurement, r), plan, tmp), division="closed") for r in range(RUNS)
+    ]
+    trending = [build(trending_config, with_drift(one_repeat(long_measurement, r)), plan, tmp) for r in range(RUNS)]
+    partial = one_repeat(measurement, 0)
+    partial.update(
+        complete=False,
+        error="interrupted (SIGINT)",
+        steps=partial["steps"][:2],
+        windows=[w for w in partial["windows"] if w["phase"] == "warmup"],
+    )
+    incomplete = build(open_config, partial, plan, tmp)
+    assert load_rules().min_runs == RUNS
+    return RealRuns(
+        open_results, closed_results, trending, incomplete, specs_dir, open_config, closed_config, plan, measurement
+    )
+
+
+@pytest.fixture
+def specs_copy(real_runs: RealRuns, tmp_path: Path) -> Path:
+    """A private copy of the test spec directory."""
+    return Path(shutil.copytree(real_runs.specs_dir, tmp_path / "specs"))
