@@ -7,13 +7,19 @@ WORKLOAD ?= resnet50-cpu
 PROFILE ?=
 ARGS ?=
 UI_PORT ?= 5000
+# Containers (issue 3): RUNTIME=docker runs the rank inside the workload's image;
+# IMAGES (default: all), BASE_IMAGE and CA_BUNDLE are passed to `trainbench images build`.
+RUNTIME ?= local
+IMAGES ?=
+BASE_IMAGE ?=
+CA_BUNDLE ?=
 MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export MLFLOW_TRACKING_URI
 
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.trainbench-installed
 
-.PHONY: run test ui lint bench venv clean schema
+.PHONY: run test ui lint bench venv clean schema images base-image lock
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,7 +30,17 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/trainbench run $(WORKLOAD) $(if $(PROFILE),--profile $(PROFILE)) $(ARGS)
+	$(BIN)/trainbench run $(WORKLOAD) $(if $(PROFILE),--profile $(PROFILE)) --runtime $(RUNTIME) $(ARGS)
+
+images: $(STAMP)
+	$(BIN)/trainbench images build $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) \
+		$(if $(CA_BUNDLE),--ca-bundle $(CA_BUNDLE)) $(IMAGES)
+
+base-image: $(STAMP)
+	$(BIN)/trainbench images base
+
+lock: $(STAMP)
+	$(BIN)/trainbench images lock
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
@@ -39,6 +55,24 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/trainbench bench $(ARGS)
+
+# Issue 5: input-bound training with 0/1/2 loader workers, and preprocessing offloaded to a
+# tf.data service worker on another core vs done on the trainer's core (printed figures).
+.PHONY: bench-mnist
+bench-mnist: $(STAMP)
+	$(BIN)/trainbench bench-mnist $(ARGS)
+
+# Submissions (issue 4). `validate` checks the committed tree (exit 1 on error findings)
+# and writes JSON + Markdown reports for CI; `report` ranks systems by samples/s and
+# samples per dollar (rich table, Markdown, PNG chart, MLflow run).
+.PHONY: validate report
+VALIDATE_ARGS ?=
+validate: $(STAMP)
+	$(BIN)/trainbench validate submissions --json results/validation/report.json \
+		--markdown results/validation/report.md $(VALIDATE_ARGS)
+
+report: $(STAMP)
+	$(BIN)/trainbench report submissions --output-dir results/report $(ARGS)
 
 schema: $(STAMP)
 	$(BIN)/trainbench schema --write

@@ -39,6 +39,7 @@ def run_plan(
     clock: Clock = time.perf_counter,
     origin: float | None = None,
     on_step: Callable[[StepRecord], None] | None = None,
+    rank: int = 0,
 ) -> Measurement:
     """Run ``plan`` on ``workload`` and record every step.
 
@@ -46,6 +47,9 @@ def run_plan(
     ``next(batches)`` as data wait and ``workload.step`` (plus a synchronize when
     ``workload.sync_each_step``) as compute. Each window opens and closes with
     ``workload.synchronize()`` so its wall-clock length covers all device work.
+    A distributed workload may define ``agree_done(local_done) -> bool`` (e.g. an
+    all-reduce of the flag): then every rank ends a window at the same step, when
+    all ranks have met both minimums, so no rank waits forever in a collective.
 
     Args:
         workload: the workload to drive.
@@ -56,6 +60,7 @@ def run_plan(
         origin: clock value that ``start_s`` fields are relative to (default: now).
         on_step: called after each step with its record (keep it cheap: it runs
             inside the measured window).
+        rank: global rank recorded in every record (0 when not distributed).
 
     Returns:
         The measurement, with ``complete`` set to True.
@@ -68,6 +73,7 @@ def run_plan(
     out = measurement if measurement is not None else Measurement()
     t_origin = clock() if origin is None else origin
     sync_each = bool(workload.sync_each_step)
+    agree: Callable[[bool], bool] | None = getattr(workload, "agree_done", None)
     for repeat in range(plan.repeats):
         batches = iter(workload.batches())
         for phase, window in ((Phase.WARMUP, plan.warmup), (Phase.MEASUREMENT, plan.measurement)):
@@ -90,16 +96,19 @@ def run_plan(
                 t2 = clock()
                 if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
                     raise WorkloadError(f"workload.step returned {n!r}; it must return samples > 0")
-                record = StepRecord(repeat, phase, steps, t0 - t_origin, t1 - t0, t2 - t1, n)
+                record = StepRecord(repeat, phase, steps, t0 - t_origin, t1 - t0, t2 - t1, n, rank)
                 out.steps.append(record)
                 steps += 1
                 samples += n
                 if on_step is not None:
                     on_step(record)
-                if window.is_done(steps, t2 - w_start):
+                done = window.is_done(steps, t2 - w_start)
+                if agree is not None:
+                    done = agree(done)
+                if done:
                     break
             workload.synchronize()
             w_end = clock()
-            out.windows.append(WindowRecord(repeat, phase, w_start - t_origin, w_end - w_start, steps, samples))
+            out.windows.append(WindowRecord(repeat, phase, w_start - t_origin, w_end - w_start, steps, samples, rank))
     out.complete = True
     return out

@@ -28,6 +28,7 @@ class StepRecord:
         compute_s: seconds spent in ``Workload.step`` (plus ``synchronize`` when the
             workload synchronizes each step).
         samples: samples processed by this step (the local batch size).
+        rank: global rank of the process that took the step (0 when not distributed).
     """
 
     repeat: int
@@ -37,6 +38,7 @@ class StepRecord:
     data_wait_s: float
     compute_s: float
     samples: int
+    rank: int = 0
 
     @property
     def step_s(self) -> float:
@@ -60,6 +62,7 @@ class StepRecord:
             data_wait_s=float(raw["data_wait_s"]),
             compute_s=float(raw["compute_s"]),
             samples=int(raw["samples"]),
+            rank=int(raw.get("rank", 0)),
         )
 
 
@@ -76,6 +79,7 @@ class WindowRecord:
             time spent between steps is never hidden.
         steps: optimizer steps in the window.
         samples: samples processed in the window.
+        rank: global rank of the process that timed the window (0 when not distributed).
     """
 
     repeat: int
@@ -84,6 +88,7 @@ class WindowRecord:
     seconds: float
     steps: int
     samples: int
+    rank: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -101,4 +106,5 @@ class WindowRecord:
             seconds=float(raw["seconds"]),
             steps=int(raw["steps"]),
             samples=int(raw["samples"]),
+            rank=int(raw.get("rank", 0)),
         )

@@ -63,7 +63,8 @@ class Summary:
         repeat_cv: sample CV of ``repeat_throughputs`` (None for one repeat).
         input_bound_fraction: data wait / (data wait + compute) over measured steps.
         warmup_seconds: seconds in all warm-up windows.
-        first_step_s: the first warm-up step's time (includes lazy init and compilation).
+        first_step_s: the first warm-up step's time (includes lazy init and compilation);
+            the slowest rank's, with several ranks.
         steady_state: trend check of each repeat's measurement window.
     """
 
@@ -112,31 +113,69 @@ def throughput_interval(
     batches of at least 2 steps (sizes differ by at most one), which tolerates the
     autocorrelation of neighbouring steps better than treating steps as
     independent. Batch durations come from :func:`step_spans`, so they add up to
-    the window's seconds, the same time base as the throughput.
+    the window's seconds, the same time base as the throughput. With several ranks,
+    a batch lasts as long as its slowest rank and holds the samples of all ranks,
+    as the throughput does (:func:`combine_ranks`).
 
     Returns None when there are fewer than 2 repeats and fewer than 4 measured steps.
     """
-    measured = [w for w in windows if w.phase is Phase.MEASUREMENT]
+    measured = [w for w in combine_ranks(windows) if w.phase is Phase.MEASUREMENT]
     if len(measured) >= 2:
         per_repeat = [w.seconds / w.samples for w in measured]
         if len(set(per_repeat)) == 1:
             t = 1.0 / per_repeat[0]
             return Interval(t, t, level, f"t-interval over {len(measured)} repeats")
         return _t_interval_inverted(per_repeat, level, f"t-interval over {len(measured)} repeats")
-    window = measured[0] if measured else None
-    ms = sorted((s for s in steps if s.phase is Phase.MEASUREMENT), key=lambda s: s.index)
-    if window is None or len(ms) < 4:
+    raw = [w for w in windows if w.phase is Phase.MEASUREMENT]
+    by_rank = {w.rank: w for w in raw}
+    if not by_rank:
         return None
-    spans = step_spans(ms, window)
-    k = min(10, len(ms) // 2)
-    batches = np.array_split(np.arange(len(ms)), k)
-    per_batch = [sum(spans[i] for i in b) / sum(ms[i].samples for i in b) for b in batches]
+    series = {
+        r: sorted((s for s in steps if s.phase is Phase.MEASUREMENT and s.rank == r), key=lambda s: s.index)
+        for r in by_rank
+    }
+    n = min(len(v) for v in series.values())
+    if n < 4:
+        return None
+    spans = {r: step_spans(series[r], by_rank[r]) for r in by_rank}
+    k = min(10, n // 2)
+    batches = np.array_split(np.arange(n), k)
+    per_batch = [
+        max(sum(spans[r][i] for i in b) for r in by_rank) / sum(series[r][i].samples for r in by_rank for i in b)
+        for b in batches
+    ]
     lo, hi = len(batches[-1]), len(batches[0])
     method = f"batch means, {k} batches of {lo if lo == hi else f'{lo}-{hi}'} steps"
     if len(set(per_batch)) == 1:
         t = 1.0 / per_batch[0]
         return Interval(t, t, level, method)
     return _t_interval_inverted(per_batch, level, method)
+
+
+def combine_ranks(windows: Sequence[WindowRecord]) -> list[WindowRecord]:
+    """One window per (repeat, phase) for all ranks together.
+
+    Global throughput of a distributed run is the total samples of all ranks over
+    the slowest rank's window (averaging per-rank rates would be wrong), so a
+    combined window has the samples summed, the longest duration and the earliest
+    start, and rank 0. With a single rank the windows are returned unchanged.
+    """
+    if len({w.rank for w in windows}) <= 1:
+        return list(windows)
+    groups: dict[tuple[int, Phase], list[WindowRecord]] = {}
+    for w in windows:
+        groups.setdefault((w.repeat, w.phase), []).append(w)
+    return [
+        WindowRecord(
+            repeat=repeat,
+            phase=phase,
+            start_s=min(w.start_s for w in ws),
+            seconds=max(w.seconds for w in ws),
+            steps=max(w.steps for w in ws),
+            samples=sum(w.samples for w in ws),
+        )
+        for (repeat, phase), ws in groups.items()
+    ]
 
 
 def step_spans(ms: Sequence[StepRecord], window: WindowRecord) -> list[float]:
@@ -157,11 +196,16 @@ def summarize(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> S
         steps: every step record of the run (warm-up ones too).
         windows: every window record of the run.
 
+    With records of several ranks (a distributed run) the throughput and the
+    window-based figures come from :func:`combine_ranks`; step-time statistics
+    and the input-bound fraction cover the steps of all ranks.
+
     Raises:
         MeasurementError: no measurement window, or zero measured samples or seconds.
             A throughput is never reported as 0 for a run that measured nothing.
     """
-    measured_windows = [w for w in windows if w.phase is Phase.MEASUREMENT]
+    combined = combine_ranks(windows)
+    measured_windows = [w for w in combined if w.phase is Phase.MEASUREMENT]
     if not measured_windows:
         raise MeasurementError("no measurement window was recorded; the run measured nothing")
     for w in measured_windows:
@@ -185,8 +229,12 @@ def summarize(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> S
     mean_rep = float(np.mean(per_repeat))
     spread = (max(per_repeat) - min(per_repeat)) / mean_rep if len(per_repeat) > 1 else 0.0
     rep_cv = float(np.std(per_repeat, ddof=1) / mean_rep) if len(per_repeat) > 1 else None
-    warm = [s for s in steps if s.phase is Phase.WARMUP]
-    series = [[s.step_s for s in ms if s.repeat == w.repeat] for w in measured_windows]
+    first_steps = [s.step_s for s in steps if s.phase is Phase.WARMUP and s.index == 0 and s.repeat == 0]
+    series = [
+        [s.step_s for s in ms if s.repeat == w.repeat and s.rank == r]
+        for w in measured_windows
+        for r in sorted({s.rank for s in ms})
+    ]
     return Summary(
         throughput=samples / seconds,
         measured_samples=samples,
@@ -201,7 +249,7 @@ def summarize(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> S
         repeat_spread=spread,
         repeat_cv=rep_cv,
         input_bound_fraction=wait / busy if busy > 0 else 0.0,
-        warmup_seconds=sum(w.seconds for w in windows if w.phase is Phase.WARMUP),
-        first_step_s=warm[0].step_s if warm else None,
+        warmup_seconds=sum(w.seconds for w in combined if w.phase is Phase.WARMUP),
+        first_step_s=max(first_steps) if first_steps else None,
         steady_state=check_steady_state(series),
     )

@@ -123,7 +123,8 @@ def _cpu() -> dict[str, Any]:
     return info
 
 
-def _gpus() -> dict[str, Any]:
+def gpu_devices() -> dict[str, Any]:
+    """NVIDIA GPUs from NVML: ``{"devices": [...], "driver": ...}`` or ``{"devices": [], "note": why}``."""
     try:
         import pynvml
     except ImportError:
@@ -206,7 +207,7 @@ def capture_system() -> dict[str, Any]:
         "numa_nodes": numa_topology(),
         "binding": process_binding(),
         "memory": {"total_bytes": vm.total, "available_bytes": vm.available},
-        "gpus": _gpus(),
+        "gpus": gpu_devices(),
         "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
         "libraries": libs,
         "torch": _torch(),

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from suite.runner import RunError, RunOptions, execute
@@ -151,7 +152,7 @@ def ladder(batch_size: int, steps: int, output_dir: Path, console: Console) -> d
         try:
             outcome = execute(config, RunOptions(output_dir=output_dir, tracking_uri=None))
         except RunError as exc:
-            console.print(f"[red]{name} failed:[/red] {exc}")
+            console.print(f"[red]{name} failed:[/red] {escape(str(exc))}")
             figures[name] = None
             continue
         s = outcome.result.summary

@@ -10,23 +10,18 @@ from types import FrameType
 
 import click
 import yaml
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from suite import __version__
+from suite.console import console, fail
+from suite.containers.cli import RuntimeRequest, images, runtime_options
+from suite.containers.errors import ContainerError
 from suite.cost import PriceTableError, load_price_table
 from suite.launch import LaunchError
 from suite.results import ResultError, json_schema, read_result
-from suite.runner import PreflightError, RunError, RunOptions, execute
+from suite.runner import PreflightError, ResultElsewhere, RunError, RunOptions, execute
 from suite.specs import ConfigError, load_specs, resolve
-
-console = Console()
-err = Console(stderr=True)
-
-
-def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
-    sys.exit(code)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -67,6 +62,13 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 @click.option("--instance-type", help="Look the price up in the price table (see `trainbench prices`).")
 @click.option("--pricing", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True)
 @click.option("--region", help="Region for the price-table lookup.")
+@click.option(
+    "--sweep",
+    metavar="KEY=V1,V2,...",
+    help="Run once per value of one setting (e.g. num_workers=0,1,2); each point is a child MLflow run "
+    "under one parent; prints a table and writes a plot of throughput and input-bound fraction.",
+)
+@runtime_options
 def run(
     workload: str,
     profile: str | None,
@@ -79,15 +81,22 @@ def run(
     instance_type: str | None,
     pricing: str,
     region: str | None,
+    runtime: RuntimeRequest,
+    sweep: str | None,
 ) -> None:
     """Run WORKLOAD through the harness, write its result JSON and log it to MLflow."""
     from suite.report import LiveProgress, summary_table
+    from suite.sweep import first_point
     from suite.tracking import default_tracking_uri
 
-    try:
-        config = resolve(workload, profile, list(overrides))
+    try:  # with --sweep, the first point stands for all (each is resolved again by the sweep)
+        config = resolve(workload, profile, [*overrides, *first_point(sweep)])
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
+    try:
+        wrap = runtime.wrapper(config)  # None for --runtime local; docker: engine and image checked now
+    except ContainerError as exc:
+        fail(str(exc), exc.exit_code)
     uri = None if no_tracking else (tracking_uri or default_tracking_uri())
     opts = RunOptions(
         output_dir=output_dir.resolve(),
@@ -97,15 +106,23 @@ def run(
         instance_type=instance_type,
         pricing=pricing,
         region=region,
+        wrap=wrap,
     )
     signal.signal(signal.SIGTERM, _sigterm)
+    if sweep:
+        from suite.sweep_cli import run_sweep_command
+
+        sys.exit(run_sweep_command(workload, profile, list(overrides), sweep, opts, console))
     try:
         with LiveProgress(config, console) as live:
             outcome = execute(config, opts, live)
     except (PreflightError, PriceTableError, LaunchError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except RunError as exc:
-        _fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.exit_code)
+    except ResultElsewhere as exc:
+        console.print(escape(str(exc)))
+        return
     console.print(summary_table(outcome.result))
     console.print(f"result: {outcome.result_path}\ntimeline: {outcome.timeline_path}")
     if outcome.mlflow_run_id:
@@ -114,7 +131,7 @@ def run(
             "Open the results UI with [bold]make ui[/bold] (http://127.0.0.1:5000)."
         )
     if outcome.tracking_error:
-        _fail(f"{outcome.tracking_error}\nThe result is safe in {outcome.result_path}.", 3)
+        fail(f"{outcome.tracking_error}\nThe result itself is safe in {outcome.result_path}.", 3)
 
 
 @main.command(
@@ -133,13 +150,40 @@ def rank(ctx: click.Context) -> None:
     sys.exit(rank_main(list(ctx.args)))
 
 
+@main.command()
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Result root whose outbox is drained.",
+)
+@click.option("--tracking-uri", help="Send every queued run here instead of to the URI it was meant for.")
+def sync(output_dir: Path, tracking_uri: str | None) -> None:
+    """Log the runs queued in the outbox while the tracking server was unreachable (idempotent)."""
+    from suite.outbox import pending
+    from suite.outbox import sync as sync_outbox
+
+    if not pending(output_dir):
+        console.print(f"nothing queued in {output_dir}")
+        return
+    outcomes = sync_outbox(output_dir, tracking_uri)
+    t = Table("entry", "status", "detail")
+    for o in outcomes:
+        t.add_row(o.entry.name, o.status, o.detail)
+    console.print(t)
+    left = [o for o in outcomes if o.status != "logged"]
+    if left:
+        fail(f"{len(left)} of {len(outcomes)} queued runs could not be logged; they stay queued", 3)
+
+
 @main.command("list")
 def list_cmd() -> None:
     """List the workloads and their profiles."""
     try:
         specs = load_specs()
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     t = Table("workload", "profiles (default first)", "image", "description")
     for name, spec in specs.items():
         profiles = [spec.default_profile, *sorted(p for p in spec.profiles if p != spec.default_profile)]
@@ -160,14 +204,14 @@ def show(target: str, profile: str | None, overrides: tuple[str, ...]) -> None:
         try:
             result = read_result(path)
         except ResultError as exc:
-            _fail(str(exc), 1)
+            fail(str(exc), 1)
         console.print(summary_table(result))
         console.print(f"digest {result.digest} verified; status {result.status}")
         return
     try:
         config = resolve(target, profile, list(overrides))
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     console.print(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), end="", highlight=False)
 
 
@@ -177,7 +221,7 @@ def prices() -> None:
     try:
         table = load_price_table()
     except PriceTableError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     t = Table("provider", "instance type", "pricing", "region", "USD/hour", "date", "source")
     for e in table.entries:
         t.add_row(e.provider, e.instance_type, e.pricing, e.region or "-", f"{e.usd_per_hour:g}", e.date, e.source)
@@ -209,8 +253,21 @@ def bench(part: str, pairs: int, steps: int, batch_size: int, output_dir: Path) 
     from suite.bench import main as bench_main
 
     if pairs < 1 or steps < 2 or batch_size < 1:
-        _fail("--pairs must be >= 1, --steps >= 2 and --batch-size >= 1")
+        fail("--pairs must be >= 1, --steps >= 2 and --batch-size >= 1")
     bench_main(part, pairs, steps, batch_size, output_dir.resolve())
+
+
+from suite.validation.cli import bands, report, submission_schema, submit, validate  # noqa: E402  (issue 4)
+
+for _command in (validate, submit, bands, report, submission_schema):
+    main.add_command(_command)
+
+from suite.data_cli import bench_mnist, data, data_service  # noqa: E402  (issue 5)
+
+for _command in (data, data_service, bench_mnist):
+    main.add_command(_command)
+
+main.add_command(images)  # issue 3: trainbench images build|base|lock|list
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.system import numa_topology, parse_cpulist
+from suite.placement import PlacementError, placement
 from suite.specs import LaunchConfig
 
 ALLOCATORS: dict[str, tuple[str, str]] = {
@@ -93,6 +95,7 @@ class LaunchPlan:
         runtime: ``local``, or the runtime a wrapper put the command in (``docker``).
         image: container image name, when the runtime is a container.
         image_id: container image id (``sha256:...``), when the runtime is a container.
+        placement: torchrun: one slot per local rank (``suite.placement``), written into the job.
     """
 
     command: list[str]
@@ -101,12 +104,52 @@ class LaunchPlan:
     runtime: str = "local"
     image: str | None = None
     image_id: str | None = None
+    placement: list[dict[str, str]] = field(default_factory=list)
 
     def environ(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The full environment: ``base`` (default ``os.environ``) plus ``env_set``."""
         env = dict(os.environ if base is None else base)
         env.update(self.env_set)
         return env
+
+
+def binding_prefix(
+    launch: LaunchConfig, available_cpus: set[int] | None = None, numa_nodes: list[int] | None = None
+) -> list[str]:
+    """``numactl`` arguments that bind the rank to ``launch.cpus`` / ``launch.numa_nodes`` (empty if neither).
+
+    Args:
+        available_cpus: CPUs this process may use (default ``os.sched_getaffinity(0)``).
+        numa_nodes: NUMA node ids of the machine (default: from sysfs).
+
+    Raises:
+        LaunchError: a requested CPU or node does not exist here, or numactl is missing.
+    """
+    if launch.cpus is None and launch.numa_nodes is None:
+        return []
+    cmd = ["numactl"]
+    if launch.numa_nodes is not None:
+        nodes = set(parse_cpulist(launch.numa_nodes))
+        known = [n["node"] for n in numa_topology()] if numa_nodes is None else numa_nodes
+        missing = sorted(nodes - set(known))
+        if missing:
+            raise LaunchError(
+                f"NUMA node(s) {missing} requested but this machine has node(s) {known or 'none in sysfs'}; "
+                f"set numa_nodes to one of them"
+            )
+        cmd += [f"--cpunodebind={launch.numa_nodes}", f"--membind={launch.numa_nodes}"]
+    if launch.cpus is not None:
+        cpus = set(parse_cpulist(launch.cpus))
+        allowed = os.sched_getaffinity(0) if available_cpus is None else available_cpus
+        missing = sorted(cpus - allowed)
+        if missing:
+            raise LaunchError(
+                f"CPU(s) {missing} requested but this process may use CPUs {sorted(allowed)}; change cpus"
+            )
+        cmd.append(f"--physcpubind={launch.cpus}")
+    if shutil.which("numactl") is None:
+        raise LaunchError("CPU/NUMA binding needs numactl (Debian/Ubuntu: apt-get install numactl)")
+    return cmd
 
 
 def plan_launch(
@@ -127,7 +170,7 @@ def plan_launch(
     and thread settings.
 
     Raises:
-        LaunchError: a requested allocator is missing.
+        LaunchError: a requested allocator is missing, or a CPU/NUMA binding cannot be made.
     """
     base = dict(os.environ if base_env is None else base_env)
     env: dict[str, str] = {}
@@ -151,6 +194,27 @@ def plan_launch(
     rank_args = ["-m", "workloads.rank", "--job", str(job), "--out", str(out)]
     if progress is not None:
         rank_args += ["--progress", str(progress)]
+    prefix = binding_prefix(launch)
+    if launch.launcher == "torchrun":
+        if prefix:
+            raise LaunchError("with launcher=torchrun, place ranks with topology=..., not cpus/numa_nodes")
+        try:
+            slots = placement(launch.topology)
+        except PlacementError as exc:
+            raise LaunchError(str(exc)) from exc
+        cmd = [python, "-m", "torch.distributed.run", f"--nproc-per-node={len(slots)}"]
+        if launch.nnodes == 1:
+            cmd.append("--standalone")
+        elif not launch.rdzv_endpoint:
+            raise LaunchError(f"nnodes={launch.nnodes} needs rdzv_endpoint=HOST:PORT (the c10d rendezvous)")
+        else:
+            cmd += [
+                f"--nnodes={launch.nnodes}",
+                "--rdzv-backend=c10d",
+                f"--rdzv-endpoint={launch.rdzv_endpoint}",
+                f"--rdzv-id={launch.rdzv_id}",
+            ]
+        return LaunchPlan(command=[*cmd, *rank_args], env_set=env, launcher="torchrun", placement=slots)
     if launch.launcher == "run_cpu":
         # --no-python: run_cpu only accepts a *.py program otherwise; it then execs this interpreter.
         cmd = [
@@ -165,4 +229,4 @@ def plan_launch(
         ]
     else:
         cmd = [python, *rank_args]
-    return LaunchPlan(command=cmd, env_set=env, launcher=launch.launcher)
+    return LaunchPlan(command=[*prefix, *cmd], env_set=env, launcher=launch.launcher)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -43,13 +44,14 @@ class LiveProgress:
         self.progress.stop()
 
     def __call__(self, event: dict[str, Any]) -> None:
-        """Consume one progress event ``{repeat, phase, index, samples, step_s}``."""
+        """Consume one progress event: a step record (``harness.records.StepRecord.to_dict``)."""
         key = (int(event["repeat"]), str(event["phase"]))
         if key != self.current:
             self.current, self.window_samples, self.window_seconds = key, 0, 0.0
         self.window_samples += int(event["samples"])
-        self.window_seconds += float(event["step_s"])
-        self.recent = [*self.recent[-4:], (int(event["samples"]), float(event["step_s"]))]
+        step_s = float(event["data_wait_s"]) + float(event["compute_s"])
+        self.window_seconds += step_s
+        self.recent = [*self.recent[-4:], (int(event["samples"]), step_s)]
         rate = sum(n for n, _ in self.recent) / max(sum(t for _, t in self.recent), 1e-9)
         win = self.window_samples / max(self.window_seconds, 1e-9)
         w = self.config.windows
@@ -78,7 +80,7 @@ def summary_table(result: Result) -> Table:
     t.add_column("metric", style="bold")
     t.add_column("value")
     if s is None:
-        t.add_row("status", f"[red]{result.status}[/red]: {result.error}")
+        t.add_row("status", f"[red]{result.status}[/red]: {escape(str(result.error))}")
         return t
     ci = s.throughput_ci95
     t.add_row("throughput", f"[bold green]{s.throughput:.2f} samples/s[/bold green]")
@@ -103,8 +105,35 @@ def summary_table(result: Result) -> Table:
     if ss.worst_drift is not None:
         steady += f" (largest drift {ss.worst_drift:+.1%} across a window)"
     t.add_row("steady state", steady)
+    if result.world_size > 1:
+        info = result.workload_info
+        t.add_row(
+            "ranks",
+            f"{result.world_size} (per-rank batch {info.get('per_rank_batch_size')}, "
+            f"global batch {info.get('global_batch_size')})",
+        )
+    if result.scaling is not None:
+        sc = result.scaling
+        eff_ci = (
+            ", 95% CI unbounded (too few repeats or steps)"
+            if sc.efficiency_ci95_low is None or sc.efficiency_ci95_high is None
+            else f", 95% CI {sc.efficiency_ci95_low:.2f}-{sc.efficiency_ci95_high:.2f}"
+        )
+        t.add_row(
+            "scaling efficiency",
+            f"{sc.efficiency:.2f}{eff_ci} (DDP {sc.ddp_throughput:.2f} vs one process "
+            f"{sc.single_throughput:.2f} samples/s, same CPUs and global batch)",
+        )
     if result.diagnosis is not None:
-        t.add_row("diagnosis", result.diagnosis.message)
+        t.add_row("diagnosis", escape(result.diagnosis.message))
+    prep = result.workload_info.get("preprocessing")
+    if prep:  # issue 5: where the input pipeline ran and what it cost
+        text = (
+            f"{prep.get('engine')}: {prep.get('location')}; workers: {prep.get('workers')}, cores: {prep.get('cores')}"
+        )
+        if prep.get("cpu_ms_per_sample") is not None:
+            text += f"; {prep['cpu_ms_per_sample']:.2f} CPU ms per sample (measured)"
+        t.add_row("preprocessing", escape(text))
     if result.utilization_summary is not None and result.utilization_summary.rss_peak_bytes:
         t.add_row("peak memory", f"{result.utilization_summary.rss_peak_bytes / 2**30:.2f} GiB (process tree RSS)")
     if result.cost is not None:

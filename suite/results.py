@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.records import StepRecord, WindowRecord
 from harness.sampler import UtilizationSample, UtilizationSummary
-from harness.stats import Summary
+from harness.stats import MeasurementError, Summary, summarize
 from suite.specs import RunConfig
 
 SCHEMA_VERSION = 1
@@ -80,6 +81,23 @@ class CostRecord(BaseModel):
     price_date: str | None
 
 
+class Scaling(BaseModel):
+    """A data-parallel run against one process on the same CPUs with the same global batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ddp_throughput: float = Field(gt=0, description="samples/s, all ranks")
+    single_throughput: float = Field(gt=0, description="samples/s, one process")
+    single_ci95_low: float | None
+    single_ci95_high: float | None
+    efficiency: float = Field(gt=0, description="ddp_throughput / single_throughput")
+    efficiency_ci95_low: float | None
+    efficiency_ci95_high: float | None
+    method: str
+    single_result: str = Field(description="path of the single-process result file")
+    single_digest: str
+
+
 class Result(BaseModel):
     """One run of one workload.
 
@@ -110,6 +128,7 @@ class Result(BaseModel):
     summary: Summary | None
     diagnosis: Diagnosis | None
     cost: CostRecord | None
+    scaling: Scaling | None = None
     provenance: Provenance
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
 
@@ -158,20 +177,57 @@ def verify_digest(doc: dict[str, Any]) -> bool:
     return bool(doc.get("digest")) and doc["digest"] == compute_digest(doc)
 
 
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"non-finite number {name} is not allowed in a result")
+
+
+def check_summary(result: Result) -> None:
+    """Recompute the summary from the raw records and compare it with the stored one.
+
+    The digest proves a file was not edited after sealing, but anyone can reseal a
+    forged file; re-deriving the statistics from the raw step and window records
+    catches a summary that the records do not support.
+
+    Raises:
+        ResultError: a complete result without a summary, an incomplete one with a
+            score, or stored statistics that differ from the recomputed ones.
+    """
+    if result.status != "complete":
+        if result.summary is not None or result.cost is not None:
+            raise ResultError("an incomplete result must not carry a summary or cost")
+        return
+    if result.summary is None:
+        raise ResultError("a complete result has no summary")
+    try:
+        fresh = summarize(result.steps, result.windows)
+    except MeasurementError as exc:
+        raise ResultError(f"the raw records give no valid measurement: {exc}") from exc
+    stored = result.summary
+    for name in ("throughput", "measured_seconds", "step_time_median_s", "input_bound_fraction"):
+        a, b = getattr(stored, name), getattr(fresh, name)
+        if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12):
+            raise ResultError(f"summary.{name} is {a} but the raw records give {b}")
+    if stored.measured_samples != fresh.measured_samples:
+        raise ResultError(
+            f"summary.measured_samples is {stored.measured_samples} but the raw records give {fresh.measured_samples}"
+        )
+
+
 def read_result(path: Path, check_digest: bool = True) -> Result:
     """Read, schema-check and digest-check a result file.
 
     Raises:
-        ResultError: too large, not JSON, an unsupported schema version (the message
-            says which versions this trainbench reads), a schema violation, or a digest
-            mismatch (the content was edited after the run).
+        ResultError: too large, not JSON (NaN and Infinity included), an unsupported
+            schema version (the message says which versions this trainbench reads), a
+            schema violation, a digest mismatch (the content was edited after the run),
+            or a summary that the raw records do not support (:func:`check_summary`).
     """
     try:
         size = path.stat().st_size
         if size > MAX_RESULT_BYTES:
             raise ResultError(f"{path}: {size} bytes is over the {MAX_RESULT_BYTES}-byte limit for a result")
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = json.loads(path.read_text(), parse_constant=_reject_constant)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ResultError(f"{path}: cannot read result: {exc}") from exc
     if not isinstance(doc, dict):
         raise ResultError(f"{path}: a result must be a JSON object")
@@ -189,6 +245,11 @@ def read_result(path: Path, check_digest: bool = True) -> Result:
     if check_digest and not verify_digest(doc):
         raise ResultError(f"{path}: digest mismatch: the file was changed after the run wrote it")
     try:
-        return Result.model_validate(doc)
-    except ValidationError as exc:
+        result = Result.model_validate(doc)
+    except (ValidationError, ValueError, TypeError) as exc:
         raise ResultError(f"{path}: {exc}") from exc
+    try:
+        check_summary(result)
+    except ResultError as exc:
+        raise ResultError(f"{path}: {exc}") from exc
+    return result

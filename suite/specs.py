@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from workloads import registry
 
@@ -47,7 +47,7 @@ class LaunchConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    launcher: Literal["inline", "run_cpu"] = "inline"
+    launcher: Literal["inline", "run_cpu", "torchrun"] = "inline"
     allocator: Literal["default", "jemalloc", "tcmalloc"] = "default"
     malloc_conf: str | None = Field(None, description="MALLOC_CONF for jemalloc")
     omp_num_threads: int | None = Field(None, ge=1)
@@ -55,6 +55,46 @@ class LaunchConfig(BaseModel):
     kmp_affinity: str | None = None
     omp_proc_bind: str | None = None
     omp_places: str | None = None
+    cpus: str | None = Field(
+        None, pattern=r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$", description="cpulist to bind the rank to, e.g. 0-3,8"
+    )
+    numa_nodes: str | None = Field(
+        None, pattern=r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$", description="NUMA nodes for CPUs and memory, e.g. 0"
+    )
+    topology: str | None = Field(
+        None,
+        pattern=r"^[0-9,-]+(@[0-9,-]+)?(;[0-9,-]+(@[0-9,-]+)?)*$",
+        description="torchrun: NUMA nodes to use instead of sysfs's, as cpulists separated by ';', each "
+        "optionally @memory-nodes, e.g. '0;1' = two pseudo-nodes of one core each",
+    )
+    nnodes: int = Field(1, ge=1, description="torchrun: number of hosts")
+    rdzv_endpoint: str | None = Field(None, description="torchrun: host:port of the c10d rendezvous (nnodes > 1)")
+    rdzv_id: str = Field("trainbench", pattern=r"^[A-Za-z0-9_.-]+$", description="torchrun: rendezvous id")
+    compare_single: bool = Field(
+        True, description="torchrun: also measure one process on all cores with the same global batch"
+    )
+    memory_limit_mb: int | None = Field(
+        None, ge=256, description="address-space limit (RLIMIT_AS) of the rank, MiB; exceeding it is an OOM error"
+    )
+    startup_timeout_s: float = Field(
+        1800.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="seconds from launch to the first finished step (imports, model build, compilation) before "
+        "a rank counts as hung",
+    )
+    stall_timeout_s: float = Field(
+        600.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="seconds between two finished steps before a rank counts as hung",
+    )
+
+    @field_validator("cpus", "numa_nodes", mode="before")
+    @classmethod
+    def _single_id(cls, value: object) -> object:
+        """Accept a bare id (``--set numa_nodes=1`` parses as an int) as a one-element list."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class Profile(BaseModel):
@@ -78,6 +118,7 @@ class WorkloadSpec(BaseModel):
     workload: str
     description: str
     image: str
+    requires_gpu: bool = False
     default_profile: str
     profiles: dict[str, Profile]
 
@@ -90,6 +131,7 @@ class RunConfig(BaseModel):
     workload: str
     profile: str
     image: str
+    requires_gpu: bool = False
     windows: WindowsConfig
     params: dict[str, Any]
     launch: LaunchConfig
@@ -97,12 +139,15 @@ class RunConfig(BaseModel):
 
     def job(self) -> dict[str, Any]:
         """The job file the rank process reads (``workloads.rank``)."""
-        return {
+        job: dict[str, Any] = {
             "workload": self.workload,
             "params": self.params,
             "windows": self.windows.model_dump(exclude={"sampler_interval_s"}),
             "sampler_interval_s": self.windows.sampler_interval_s,
         }
+        if self.launch.memory_limit_mb is not None:
+            job["memory_limit_bytes"] = self.launch.memory_limit_mb * 2**20
+        return job
 
     def flat_params(self) -> dict[str, str]:
         """Every setting as ``section.key -> str`` (for MLflow params)."""
@@ -240,6 +285,7 @@ def resolve(
         workload=spec.workload,
         profile=pname,
         image=spec.image,
+        requires_gpu=spec.requires_gpu,
         windows=windows,
         params=params.model_dump(),
         launch=launch,

@@ -12,9 +12,11 @@ import json
 import os
 import tempfile
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from filelock import FileLock
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
@@ -22,6 +24,16 @@ from harness.records import Phase
 from suite.results import Result
 
 DEFAULT_DB = "mlflow.db"
+LOGGED_TAG = "trainbench.logged"
+"""Set to "complete" as the last step of logging a run; runs without it broke off midway."""
+LOCK_TIMEOUT_S = 300.0
+"""Seconds a run waits for another process's write to a SQLite store."""
+
+# An unreachable tracking server must not hold a finished run hostage for minutes:
+# fewer retries and a shorter timeout than MLflow's defaults (7 retries, 120 s),
+# unless the user set their own. A failed upload goes to the outbox (trainbench sync).
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
 PARAM_MAX = 6000  # MLflow's limit on a param value's length
 BATCH_METRICS = 1000  # MLflow's limit on metrics per log_batch call
 
@@ -85,6 +97,10 @@ def _metrics(result: Result, now_ms: int) -> list[Metric]:
         if result.cost is not None:
             values["samples_per_dollar"] = result.cost.samples_per_dollar
             values["usd_per_hour"] = result.cost.usd_per_hour
+        prep = result.workload_info.get("preprocessing") or {}  # issue 5: the input pipeline's cost and placement
+        for key in ("cpu_ms_per_sample", "workers", "cores"):
+            if isinstance(prep.get(key), int | float):
+                values[f"preprocess_{key}"] = float(prep[key])
         out += [Metric(k, float(v), now_ms, 0) for k, v in values.items() if v is not None]
     measured = [r for r in result.steps if r.phase is Phase.MEASUREMENT]
     for i, r in enumerate(measured):
@@ -117,9 +133,33 @@ def _tags(result: Result) -> dict[str, str]:
         tags["mlflow.note.content"] = result.diagnosis.message
     if result.runtime.image:
         tags["trainbench.image"] = result.runtime.image
+    prep = result.workload_info.get("preprocessing") or {}
+    if prep.get("location"):
+        tags["trainbench.preprocessing"] = f"{prep.get('engine', '')}: {prep['location']}"[:PARAM_MAX]
     if result.error:
         tags["trainbench.error"] = result.error[:PARAM_MAX]
     return tags
+
+
+def _store_lock(tracking_uri: str) -> AbstractContextManager[object]:
+    """An inter-process lock around writes to a SQLite store (two runs logging at once).
+
+    SQLite allows one writer; MLflow's first use of a new database also runs schema
+    migrations, which must not interleave. Other stores serialize on the server.
+    """
+    if urlparse(tracking_uri).scheme != "sqlite":
+        return contextlib.nullcontext()
+    db = Path(unquote(tracking_uri[len("sqlite:///") :]))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(db) + ".trainbench.lock", timeout=LOCK_TIMEOUT_S)
+
+
+def _existing(client: MlflowClient, exp: str, result_id: str) -> tuple[str | None, list[str]]:
+    """(run id that fully logged ``result_id``, ids of runs that broke off while logging it)."""
+    runs = client.search_runs([exp], filter_string=f"tags.`trainbench.result_id` = '{result_id}'")
+    done = [r.info.run_id for r in runs if r.data.tags.get(LOGGED_TAG) == "complete"]
+    partial = [r.info.run_id for r in runs if r.data.tags.get(LOGGED_TAG) != "complete"]
+    return (done[0] if done else None), partial
 
 
 def log_result(
@@ -131,6 +171,10 @@ def log_result(
 ) -> str:
     """Record ``result`` as one MLflow run and return the MLflow run id.
 
+    Idempotent: a result (``trainbench.result_id`` tag) that is already fully logged
+    is not logged again, and a run that broke off while logging it is deleted and
+    replaced, so a retry (``trainbench sync``) never creates duplicates.
+
     With ``parent_run_id`` the run is a child of that run (MLflow's
     ``mlflow.parentRunId`` tag), as for the points of a sweep.
 
@@ -140,39 +184,147 @@ def log_result(
     Raises:
         TrackingError: the store could not be reached or refused the run.
     """
+    with _store_lock(tracking_uri):
+        try:
+            client = MlflowClient(tracking_uri=tracking_uri)
+            exp = experiment_id(client, result.workload, tracking_uri)
+            done, partial = _existing(client, exp, result.run_id)
+            if done is not None:
+                return done
+            for stale in partial:
+                client.delete_run(stale)
+            tags = _tags(result)
+            if parent_run_id:
+                tags["mlflow.parentRunId"] = parent_run_id
+            run_name = f"{result.workload}-{result.profile}-{result.run_id[:8]}"
+            run = client.create_run(exp, run_name=run_name, tags=tags)
+        except Exception as exc:
+            raise TrackingError(f"MLflow at {tracking_uri} could not start a run: {exc}") from exc
+        rid = run.info.run_id
+        try:
+            params = [Param(k, v[:PARAM_MAX]) for k, v in result.config.flat_params().items()]
+            params += [Param("division", result.division), Param("system", result.system)]
+            for i in range(0, len(params), 100):
+                client.log_batch(rid, params=params[i : i + 100])
+            metrics = _metrics(result, int(time.time() * 1000))
+            for i in range(0, len(metrics), BATCH_METRICS):
+                client.log_batch(rid, metrics=metrics[i : i + BATCH_METRICS])
+            client.log_batch(rid, tags=[RunTag("trainbench.result_file", str(result_path))])
+            client.log_artifact(rid, str(result_path))
+            with tempfile.TemporaryDirectory() as tmp:
+                env_path = Path(tmp) / "environment.json"
+                env_path.write_text(json.dumps(result.environment, indent=1))
+                client.log_artifact(rid, str(env_path))
+            for p in extra_artifacts:
+                client.log_artifact(rid, str(p))
+            client.set_tag(rid, LOGGED_TAG, "complete")
+            if result.status == "complete":
+                status = "FINISHED"
+            else:
+                status = "KILLED" if result.error and result.error.startswith("interrupted") else "FAILED"
+            client.set_terminated(rid, status)
+        except Exception as exc:
+            with contextlib.suppress(Exception):  # the store may be gone; the TrackingError below says so
+                client.set_terminated(rid, "FAILED")
+            raise TrackingError(f"MLflow at {tracking_uri} failed while logging run {rid}: {exc}") from exc
+    return str(rid)
+
+
+REPORT_EXPERIMENT = "trainbench-report"
+"""MLflow experiment that holds the runs of ``trainbench report``."""
+
+
+def log_report(
+    artifacts: list[Path],
+    metrics: dict[str, float],
+    params: dict[str, str],
+    tracking_uri: str,
+    experiment: str = REPORT_EXPERIMENT,
+) -> str:
+    """Record one ``trainbench report`` as an MLflow run and return its run id.
+
+    Args:
+        artifacts: files to attach (the Markdown and JSON reports, the PNG chart).
+        metrics: metric name -> value (samples/s and samples per dollar per system).
+        params: what the report was made from (submissions path, bands file).
+        tracking_uri: the MLflow store.
+        experiment: experiment name (created beside a SQLite store if missing).
+
+    Raises:
+        TrackingError: the store could not be reached or refused the run.
+    """
     try:
         client = MlflowClient(tracking_uri=tracking_uri)
-        exp = experiment_id(client, result.workload, tracking_uri)
-        tags = _tags(result)
-        if parent_run_id:
-            tags["mlflow.parentRunId"] = parent_run_id
-        run = client.create_run(exp, run_name=f"{result.workload}-{result.profile}-{result.run_id[:8]}", tags=tags)
+        exp = experiment_id(client, experiment, tracking_uri)
+        run = client.create_run(exp, run_name="trainbench-report", tags={"trainbench.kind": "report"})
     except Exception as exc:
-        raise TrackingError(f"MLflow at {tracking_uri} could not start a run: {exc}") from exc
+        raise TrackingError(f"MLflow at {tracking_uri} could not start a report run: {exc}") from exc
     rid = run.info.run_id
     try:
-        params = [Param(k, v[:PARAM_MAX]) for k, v in result.config.flat_params().items()]
-        params += [Param("division", result.division), Param("system", result.system)]
-        for i in range(0, len(params), 100):
-            client.log_batch(rid, params=params[i : i + 100])
-        metrics = _metrics(result, int(time.time() * 1000))
-        for i in range(0, len(metrics), BATCH_METRICS):
-            client.log_batch(rid, metrics=metrics[i : i + BATCH_METRICS])
-        client.log_batch(rid, tags=[RunTag("trainbench.result_file", str(result_path))])
-        client.log_artifact(rid, str(result_path))
-        with tempfile.TemporaryDirectory() as tmp:
-            env_path = Path(tmp) / "environment.json"
-            env_path.write_text(json.dumps(result.environment, indent=1))
-            client.log_artifact(rid, str(env_path))
-        for p in extra_artifacts:
+        now = int(time.time() * 1000)
+        client.log_batch(rid, params=[Param(k, v[:PARAM_MAX]) for k, v in params.items()])
+        items = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
+        for i in range(0, len(items), BATCH_METRICS):
+            client.log_batch(rid, metrics=items[i : i + BATCH_METRICS])
+        for p in artifacts:
             client.log_artifact(rid, str(p))
-        if result.status == "complete":
-            status = "FINISHED"
-        else:
-            status = "KILLED" if result.error and result.error.startswith("interrupted") else "FAILED"
-        client.set_terminated(rid, status)
+        client.set_terminated(rid, "FINISHED")
     except Exception as exc:
         with contextlib.suppress(Exception):  # the store may be gone; the TrackingError below says so
             client.set_terminated(rid, "FAILED")
-        raise TrackingError(f"MLflow at {tracking_uri} failed while logging run {rid}: {exc}") from exc
+        raise TrackingError(f"MLflow at {tracking_uri} failed while logging report run {rid}: {exc}") from exc
     return str(rid)
+
+
+def start_parent_run(experiment: str, run_name: str, params: dict[str, str], tracking_uri: str) -> str:
+    """Create the RUNNING parent run of a sweep and return its id (issue 5).
+
+    Its points are logged with ``log_result(..., parent_run_id=...)``; close it with
+    :func:`finish_parent_run`.
+
+    Args:
+        experiment: experiment name (the workload's, so parent and children sit together).
+        run_name: display name, e.g. ``mnist-dataheavy-sweep-num_workers``.
+        params: the sweep's definition (swept key, values, profile, other overrides).
+        tracking_uri: the MLflow store.
+
+    Raises:
+        TrackingError: the store could not be reached or refused the run.
+    """
+    with _store_lock(tracking_uri):
+        try:
+            client = MlflowClient(tracking_uri=tracking_uri)
+            exp = experiment_id(client, experiment, tracking_uri)
+            run = client.create_run(exp, run_name=run_name, tags={"trainbench.kind": "sweep"})
+            rid = str(run.info.run_id)
+            client.log_batch(rid, params=[Param(k, v[:PARAM_MAX]) for k, v in params.items()])
+        except Exception as exc:
+            raise TrackingError(f"MLflow at {tracking_uri} could not start the sweep's parent run: {exc}") from exc
+    return rid
+
+
+def finish_parent_run(
+    run_id: str, metrics: list[tuple[str, float, int]], artifacts: list[Path], status: str, tracking_uri: str
+) -> None:
+    """Attach a sweep's per-point metrics (name, value, point index as step) and files, and end the run.
+
+    Args:
+        status: ``FINISHED``, ``FAILED`` (a point failed) or ``KILLED`` (interrupted).
+
+    Raises:
+        TrackingError: the store could not be reached or refused the update.
+    """
+    with _store_lock(tracking_uri):
+        try:
+            client = MlflowClient(tracking_uri=tracking_uri)
+            now = int(time.time() * 1000)
+            items = [Metric(k, v, now, step) for k, v, step in metrics]
+            for i in range(0, len(items), BATCH_METRICS):
+                client.log_batch(run_id, metrics=items[i : i + BATCH_METRICS])
+            for p in artifacts:
+                client.log_artifact(run_id, str(p))
+            client.set_terminated(run_id, status)
+        except Exception as exc:
+            with contextlib.suppress(Exception):  # the store may be gone; the TrackingError below says so
+                client.set_terminated(run_id, "FAILED")
+            raise TrackingError(f"MLflow at {tracking_uri} failed while closing sweep run {run_id}: {exc}") from exc

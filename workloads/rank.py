@@ -5,9 +5,18 @@ horovodrun or inside a container) as::
 
     python -m workloads.rank --job job.json --out measurement.json [--progress progress.jsonl]
 
-The job file holds ``workload``, ``params`` and ``windows``. The measurement file
-is written even when the run fails or is interrupted (then ``complete`` is false
-and ``error`` says why), so nothing measured is lost.
+The job file holds ``workload``, ``params``, ``windows`` and optionally
+``memory_limit_bytes`` (an address-space limit, RLIMIT_AS, so a run that needs too
+much memory fails with a clear error instead of waking the kernel's OOM killer).
+
+Nothing measured is lost:
+- the progress file is a write-ahead log: one JSON step record per line, flushed
+  as each step ends;
+- the measurement file is written once the environment is captured (``complete``
+  false, no ``error``: "still running") and again at the end, also when the run
+  fails or is interrupted (then ``complete`` is false and ``error`` says why).
+A launcher that finds a rank dead with a "still running" measurement rebuilds the
+steps from the progress log.
 
 Exit codes: 0 complete, 1 failed (workload or data error), 2 bad job file,
 130 interrupted (SIGINT or SIGTERM).
@@ -18,7 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import shutil
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -31,7 +43,7 @@ from pydantic import ValidationError
 from harness.loop import Measurement, run_plan
 from harness.records import StepRecord
 from harness.sampler import UtilizationSampler
-from harness.system import capture_system
+from harness.system import capture_system, parse_cpulist
 from harness.windows import WindowError, plan_from_mapping
 from workloads import registry
 
@@ -54,6 +66,70 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signal.Signals(signum).name)
 
 
+def describe_error(exc: BaseException) -> str:
+    """One line for the result: out-of-memory errors say so and what to change."""
+    text = f"{type(exc).__name__}: {exc}"
+    lowered = str(exc).lower()
+    if isinstance(exc, MemoryError) or "can't allocate memory" in lowered or "out of memory" in lowered:
+        return f"out of memory: {text}. Lower batch_size or raise memory_limit_mb / the machine's memory"
+    return text
+
+
+def _limit_memory(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _rank_path(path: Path, rank: int) -> Path:
+    """Rank 0 keeps the launcher's path; rank r writes ``<stem>-rank<r><suffix>`` beside it."""
+    return path if rank == 0 else path.with_name(f"{path.stem}-rank{rank}{path.suffix}")
+
+
+def bind_and_reexec(placement: list[dict[str, str]], argv: list[str]) -> None:
+    """Re-execute this rank under numactl, bound to its slot of ``placement``.
+
+    The slot is ``placement[LOCAL_RANK]``: ``{"cpus": cpulist, "mems": nodelist}``.
+    OMP_NUM_THREADS is set to the slot's CPU count. Where memory binding is refused
+    (a container without CAP_SYS_NICE), only the CPUs are bound and
+    TRAINBENCH_BIND_NOTE says so; the binding actually obtained is read back by
+    the rank either way. Returns only if already bound.
+
+    Raises:
+        RuntimeError: numactl is missing or there is no slot for this local rank.
+    """
+    if os.environ.get("TRAINBENCH_BOUND") == "1":
+        return
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if local >= len(placement):
+        raise RuntimeError(f"local rank {local} has no placement slot ({len(placement)} slots)")
+    exe = shutil.which("numactl")
+    if exe is None:
+        raise RuntimeError("binding ranks to NUMA nodes needs numactl (apt-get install numactl)")
+    slot = placement[local]
+    env = {**os.environ, "TRAINBENCH_BOUND": "1", "OMP_NUM_THREADS": str(len(parse_cpulist(slot["cpus"])))}
+    cmd = [exe, f"--physcpubind={slot['cpus']}"]
+    membind = f"--membind={slot['mems']}"
+    if subprocess.run([exe, membind, "true"], capture_output=True).returncode == 0:
+        cmd.append(membind)
+    else:  # e.g. Docker's default seccomp profile refuses set_mempolicy: the cpuset's mems govern instead
+        env["TRAINBENCH_BIND_NOTE"] = "membind refused (set_mempolicy not permitted); memory follows the cpuset's mems"
+    os.execvpe(exe, [*cmd, sys.executable, "-m", "workloads.rank", *argv], env)
+
+
+def gather_ranks(out: dict[str, Any], rank: int, world: int) -> list[dict[str, Any]] | None:
+    """All ranks' measurements on rank 0 (None elsewhere), over the workload's process group.
+
+    Raises:
+        RuntimeError: a rank is missing (the collective fails or times out).
+    """
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        raise RuntimeError("the workload formed no process group, so the ranks' records cannot be gathered")
+    gathered: list[Any] = [None] * world
+    dist.all_gather_object(gathered, out)
+    return gathered if rank == 0 else None
+
+
 def _write_json(path: Path, obj: dict[str, Any]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(obj, allow_nan=False))
@@ -66,18 +142,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--job", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--progress", type=Path)
-    args = ap.parse_args(argv)
+    raw_argv = list(sys.argv[1:] if argv is None else argv)
+    args = ap.parse_args(raw_argv)
 
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    args.out = _rank_path(args.out, rank)
+    if args.progress is not None:
+        args.progress = _rank_path(args.progress, rank)
     out: dict[str, Any] = {"rank": rank, "world_size": world, "complete": False, "error": None}
     try:
         job = json.loads(args.job.read_text())
+        if job.get("placement"):
+            bind_and_reexec(job["placement"], raw_argv)
         entry = registry.get(job["workload"])
         params = entry.params_model.model_validate(job.get("params", {}))
         plan = plan_from_mapping(job["windows"])
         interval = float(job.get("sampler_interval_s", 0.5))
-    except (OSError, ValueError, KeyError, ValidationError, WindowError) as exc:
+        memory_limit = job.get("memory_limit_bytes")
+        if memory_limit is not None:
+            _limit_memory(int(memory_limit))
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, ValidationError, WindowError) as exc:
         out["error"] = f"bad job file {args.job}: {exc}"
         _write_json(args.out, out)
         print(out["error"], file=sys.stderr)
@@ -94,25 +179,23 @@ def main(argv: list[str] | None = None) -> int:
         describe = getattr(workload, "describe", None)
         out["workload_info"] = describe() if callable(describe) else {}
         out["system"] = capture_system()
+        _write_json(args.out, {**out, "steps": [], "windows": []})  # "still running": env kept if the rank dies
         if args.progress is not None:
             progress = args.progress.open("a", buffering=1)
 
         def on_step(r: StepRecord, f: IO[str] | None = progress) -> None:
             if f is not None:
-                f.write(
-                    f'{{"repeat":{r.repeat},"phase":"{r.phase.value}","index":{r.index},'
-                    f'"samples":{r.samples},"step_s":{r.step_s:.6f}}}\n'
-                )
+                f.write(json.dumps(r.to_dict()) + "\n")
 
         origin = time.perf_counter()
         sampler = UtilizationSampler(interval, origin=origin).start()
-        run_plan(workload, plan, measurement, origin=origin, on_step=on_step)
+        run_plan(workload, plan, measurement, origin=origin, on_step=on_step, rank=rank)
     except (KeyboardInterrupt, Interrupted) as exc:
         out["error"] = f"interrupted ({exc or 'SIGINT'}) after {len(measurement.steps)} steps"
         traceback.print_exc()
         code = 130
     except Exception as exc:
-        out["error"] = f"{type(exc).__name__}: {exc}"
+        out["error"] = describe_error(exc)
         traceback.print_exc()
         code = 1
     finally:
@@ -124,6 +207,20 @@ def main(argv: list[str] | None = None) -> int:
         out["steps"] = [s.to_dict() for s in measurement.steps]
         out["windows"] = [w.to_dict() for w in measurement.windows]
         _write_json(args.out, out)
+    if world > 1 and code == 0:
+        try:
+            gathered = gather_ranks(out, rank, world)
+            if gathered is not None:
+                _write_json(args.out, {**out, "ranks": gathered})
+        except Exception as exc:  # a rank died after its loop: rank 0's own record stays, marked incomplete
+            out.update(complete=False, error=f"gathering the ranks' records failed: {exc}")
+            _write_json(args.out, out)
+            code = 1
+    if world > 1:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
     if out["error"]:
         print(out["error"], file=sys.stderr)
     return code

@@ -77,7 +77,9 @@ def _load_builtin() -> None:
     if _loaded:
         return
     _loaded = True
+    from workloads.mnist_dataheavy import ENTRY as mnist_dataheavy
+    from workloads.numa_ddp import ENTRY as numa_ddp
     from workloads.resnet50_cpu import ENTRY as resnet50_cpu
 
-    for entry in (resnet50_cpu,):
+    for entry in (resnet50_cpu, mnist_dataheavy, numa_ddp):
         register(entry)

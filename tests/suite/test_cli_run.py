@@ -90,7 +90,7 @@ def test_bad_config_fails_before_anything_runs(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2 and "unknown setting" in proc.stderr and "measure_steps" in proc.stderr
     proc = trainbench("run", "resnet50-gpu", "--output-dir", str(out), "--no-tracking", cwd=tmp_path)
-    assert proc.returncode == 2 and "valid workloads: resnet50-cpu" in proc.stderr
+    assert proc.returncode == 2 and "valid workloads: mnist-dataheavy, numa-ddp, resnet50-cpu" in proc.stderr
     proc = trainbench(
         "run",
         "resnet50-cpu",
@@ -235,3 +235,23 @@ def test_sigint_stops_the_run_and_keeps_the_steps_measured(tmp_path: Path) -> No
     assert exp is not None
     [run] = client.search_runs([exp.experiment_id])
     assert run.info.status == "KILLED"
+
+
+def test_error_text_with_brackets_is_printed_not_parsed_as_markup(tmp_path: Path) -> None:
+    odd = tmp_path / "[bold]x[/nope]"
+    proc = trainbench(
+        "run",
+        "resnet50-cpu",
+        *TINY_RUN,
+        "--set",
+        "data=imagefolder",
+        "--set",
+        f"data_dir={odd}",
+        "--output-dir",
+        str(tmp_path / "o"),
+        "--no-tracking",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "[bold]x[/nope]" in proc.stderr

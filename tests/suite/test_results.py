@@ -99,7 +99,31 @@ def test_edited_number_is_caught(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     with pytest.raises(ResultError, match="digest mismatch"):
         read_result(path)
-    assert read_result(path, check_digest=False).summary is not None
+    with pytest.raises(ResultError, match=r"summary.throughput is .* but the raw records give"):
+        read_result(path, check_digest=False)  # a resealed forgery is caught by recomputation
+
+
+def test_resealed_forgery_is_caught(tmp_path: Path) -> None:
+    from suite.results import compute_digest
+
+    path = _written(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["summary"]["measured_samples"] += 16
+    doc["digest"] = compute_digest(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultError, match="measured_samples"):
+        read_result(path)
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_numbers_are_refused(tmp_path: Path, token: str) -> None:
+    path = _written(tmp_path)
+    text = path.read_text()
+    doc = json.loads(text)
+    value = json.dumps(doc["summary"]["throughput"])
+    path.write_text(text.replace(f'"throughput": {value}', f'"throughput": {token}', 1))
+    with pytest.raises(ResultError, match=f"non-finite number {token}"):
+        read_result(path, check_digest=False)
 
 
 def test_unknown_schema_version_is_refused_with_a_reason(tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ def test_bad_overrides_say_what_to_change(override: str, message: str) -> None:
 
 
 def test_unknown_workload_and_profile_list_the_valid_ones() -> None:
-    with pytest.raises(ConfigError, match="valid workloads: resnet50-cpu"):
+    with pytest.raises(ConfigError, match=r"valid workloads: .*resnet50-cpu"):
         resolve("resnet-50")
     with pytest.raises(ConfigError, match="profiles: official, quick"):
         resolve("resnet50-cpu", "fast")

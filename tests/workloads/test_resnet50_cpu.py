@@ -10,9 +10,10 @@ import torch
 from harness.loop import run_plan
 from harness.windows import RunPlan, Window
 from workloads import registry
+from workloads.checks import NonFiniteLossError
 from workloads.resnet50_cpu.data import DataError
 from workloads.resnet50_cpu.params import ResNet50CPUParams
-from workloads.resnet50_cpu.workload import NonFiniteLossError, ResNet50CPU
+from workloads.resnet50_cpu.workload import ResNet50CPU
 
 
 def _params(**kw: object) -> ResNet50CPUParams:
@@ -68,5 +69,5 @@ def test_data_errors(tmp_path: Path, jpeg_folder: Path) -> None:
 
 
 def test_unknown_workload_lists_valid_names() -> None:
-    with pytest.raises(registry.UnknownWorkloadError, match="valid workloads: resnet50-cpu"):
+    with pytest.raises(registry.UnknownWorkloadError, match="valid workloads: mnist-dataheavy, numa-ddp, resnet50-cpu"):
         registry.get("resnet-50")

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 import torchvision
 
+from workloads.checks import check_loss
 from workloads.resnet50_cpu.data import SyntheticImages, cycle, imagefolder, make_loader
 from workloads.resnet50_cpu.params import ResNet50CPUParams
-
-
-class NonFiniteLossError(FloatingPointError):
-    """The training loss became NaN or infinite; the run cannot give a valid result."""
 
 
 class ResNet50CPU:
@@ -88,9 +84,7 @@ class ResNet50CPU:
             loss = self.criterion(self.forward(x), y)
         loss.backward()
         self.optimizer.step()
-        value = float(loss.detach())
-        if not math.isfinite(value):
-            raise NonFiniteLossError(f"training loss is {value}; the run is invalid")
+        check_loss(loss)
         return int(x.shape[0])
 
     def synchronize(self) -> None:

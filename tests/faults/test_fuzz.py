@@ -1,0 +1,171 @@
+"""Property-based fuzzing of every loader: malformed input gives a clear error, never a traceback or a valid result.
+
+Each loader is fed hypothesis-generated input; the only acceptable outcomes are the
+loader's own error type or, for inputs that happen to be valid, a result that passes
+every consistency check.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import string
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from suite.cost import PriceTableError, load_price_table
+from suite.launch import LaunchPlan
+from suite.results import ResultError, compute_digest, read_result, write_result
+from suite.runner import RunOptions, build_result
+from suite.specs import SPECS_DIR, ConfigError, load_spec, resolve
+from tests.suite.test_results import _measurement
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@functools.cache
+def _valid_text() -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = resolve("resnet50-cpu", None, ["batch_size=16"])
+        result = build_result(
+            config,
+            RunOptions(Path(tmp), None, price_per_hour=1.0),
+            _measurement(),
+            LaunchPlan(command=["python"]),
+            "cd" * 16,
+        )
+        return write_result(result, Path(tmp) / "seed.json").read_text()
+
+
+def _valid_doc(tmp: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(_valid_text())
+    return doc
+
+
+def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:3]):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    doc[path[0]] = _set(doc[path[0]], path[1:], value)
+    return doc
+
+
+@FUZZ
+@given(data=st.data())
+def test_result_loader_on_mutated_and_resealed_results(tmp_path: Path, data: st.DataObject) -> None:
+    doc = _valid_doc(tmp_path)
+    path = data.draw(st.sampled_from(_paths(doc)[1:]))
+    mutated = _set(doc, path, data.draw(JSON))
+    if isinstance(mutated, dict):
+        mutated["digest"] = compute_digest(mutated) if data.draw(st.booleans()) else mutated.get("digest")
+    target = tmp_path / "fuzzed.json"
+    target.write_text(json.dumps(mutated))
+    try:
+        result = read_result(target)
+    except ResultError as exc:
+        assert str(exc).startswith(str(target))
+        return
+    # Accepted: it must then be a consistent, fully checked result.
+    assert result.digest == compute_digest(json.loads(target.read_text()))
+
+
+@FUZZ
+@given(raw=st.binary(max_size=200))
+def test_result_loader_on_arbitrary_bytes(tmp_path: Path, raw: bytes) -> None:
+    target = tmp_path / "bytes.json"
+    target.write_bytes(raw)
+    try:
+        read_result(target)
+    except ResultError:
+        return
+    raise AssertionError("arbitrary bytes must never load as a result")
+
+
+KEYS = st.sampled_from(
+    [
+        "batch_size",
+        "precision",
+        "measure_steps",
+        "warmup_seconds",
+        "allocator",
+        "cpus",
+        "numa_nodes",
+        "params.lr",
+        "windows.repeats",
+        "launch.memory_limit_mb",
+        "bogus",
+        "a.b.c",
+    ]
+)
+
+
+@FUZZ
+@given(
+    items=st.lists(
+        st.tuples(KEYS | st.text(string.printable, max_size=12), st.text(string.printable, max_size=12)), max_size=4
+    )
+)
+def test_overrides_either_resolve_or_fail_clearly(items: list[tuple[str, str]]) -> None:
+    try:
+        config = resolve("resnet50-cpu", None, [f"{k}={v}" for k, v in items])
+    except ConfigError as exc:
+        assert str(exc)
+        return
+    assert config.params["batch_size"] >= 1 and config.windows.measure_steps >= 1
+
+
+@FUZZ
+@given(data=st.data())
+def test_spec_loader(tmp_path: Path, data: st.DataObject) -> None:
+    doc = yaml.safe_load((SPECS_DIR / "resnet50-cpu.yaml").read_text())
+    path = data.draw(st.sampled_from(_paths(doc)))
+    mutated = _set(doc, path, data.draw(JSON))
+    target = tmp_path / "resnet50-cpu.yaml"
+    target.write_text(yaml.safe_dump(mutated))
+    try:
+        spec = load_spec(target)
+    except ConfigError as exc:
+        assert str(target) in str(exc)
+        return
+    assert spec.name == "resnet50-cpu" and spec.default_profile in spec.profiles
+
+
+@FUZZ
+@given(data=st.data())
+def test_price_table_loader(tmp_path: Path, data: st.DataObject) -> None:
+    from suite.cost import DEFAULT_PRICE_TABLE_PATH
+
+    doc = yaml.safe_load(DEFAULT_PRICE_TABLE_PATH.read_text())
+    path = data.draw(st.sampled_from(_paths(doc)))
+    mutated = _set(doc, path, data.draw(JSON))
+    target = tmp_path / "prices.yaml"
+    target.write_text(yaml.safe_dump(mutated))
+    try:
+        table = load_price_table(target)
+    except PriceTableError:
+        return
+    assert all(e.usd_per_hour > 0 for e in table.entries)

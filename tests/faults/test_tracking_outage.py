@@ -1,0 +1,117 @@
+"""A tracking outage never loses a run: the result is written first, the run waits in the outbox, sync is idempotent.
+
+These tests stop and restart a real `mlflow server` on loopback.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from suite.outbox import pending
+from suite.results import read_result
+from suite.tracking import log_result
+from tests.conftest import TINY_RUN, trainbench
+from tests.faults.helpers import EXE, MlflowServer, start_run, wait_for_measurement
+
+
+def _runs(uri: str) -> list[str]:
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("resnet50-cpu")
+    return [] if exp is None else [r.info.run_id for r in client.search_runs([exp.experiment_id])]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[MlflowServer]:
+    root = tmp_path / "server"
+    root.mkdir()
+    s = MlflowServer(root)
+    yield s
+    s.stop()
+
+
+def test_server_down_then_sync_after_restart(tmp_path: Path, server: MlflowServer) -> None:
+    proc = trainbench(
+        "run",
+        "resnet50-cpu",
+        *TINY_RUN,
+        "--output-dir",
+        str(tmp_path / "o"),
+        "--tracking-uri",
+        server.uri,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "trainbench sync" in proc.stderr and "safe in" in proc.stderr
+    [result_path] = list((tmp_path / "o").rglob("result.json"))
+    assert read_result(result_path).status == "complete"
+    assert len(pending(tmp_path / "o")) == 1
+
+    server.start()
+    sync = subprocess.run(
+        [EXE, "sync", "--output-dir", str(tmp_path / "o")], capture_output=True, text=True, timeout=300
+    )
+    assert sync.returncode == 0, sync.stderr
+    assert pending(tmp_path / "o") == []
+    [rid] = _runs(server.uri)
+    run = MlflowClient(tracking_uri=server.uri).get_run(rid)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["trainbench.digest"] == read_result(result_path).digest
+    again = subprocess.run([EXE, "sync", "--output-dir", str(tmp_path / "o")], capture_output=True, text=True)
+    assert again.returncode == 0 and "nothing queued" in again.stdout
+    assert len(_runs(server.uri)) == 1
+
+
+def test_server_dies_mid_run(tmp_path: Path, server: MlflowServer) -> None:
+    server.start()
+    run = start_run(tmp_path, "--set", "measure_seconds=8", tracking=["--tracking-uri", server.uri])
+    wait_for_measurement(tmp_path)
+    server.stop()
+    _, stderr = run.communicate(timeout=600)
+    assert run.returncode == 3, stderr
+    assert len(list((tmp_path / "o").rglob("result.json"))) == 1
+    server.start()
+    sync = subprocess.run(
+        [EXE, "sync", "--output-dir", str(tmp_path / "o")], capture_output=True, text=True, timeout=300
+    )
+    assert sync.returncode == 0, sync.stderr
+    assert len(_runs(server.uri)) == 1
+
+
+def test_logging_is_idempotent_and_replaces_a_broken_off_run(tmp_path: Path) -> None:
+    proc = trainbench(
+        "run", "resnet50-cpu", *TINY_RUN, "--output-dir", str(tmp_path / "o"), "--no-tracking", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    [path] = list((tmp_path / "o").rglob("result.json"))
+    result = read_result(path)
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("resnet50-cpu")
+    broken = client.create_run(exp, tags={"trainbench.result_id": result.run_id}).info.run_id  # broke off
+    first = log_result(result, path, [], uri)
+    assert log_result(result, path, [], uri) == first
+    assert _runs(uri) == [first]
+    assert client.get_run(broken).info.lifecycle_stage == "deleted"
+
+
+def test_two_runs_logging_to_one_sqlite_store_at_once(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'shared.db'}"
+    dirs = [tmp_path / f"r{i}" for i in range(2)]
+    for d in dirs:
+        d.mkdir()
+    runs = [start_run(d, tracking=["--tracking-uri", uri]) for d in dirs]
+    for r in runs:
+        _, stderr = r.communicate(timeout=600)
+        assert r.returncode == 0, stderr
+    assert len(_runs(uri)) == 2
+    with sqlite3.connect(tmp_path / "shared.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    for rid in _runs(uri):
+        assert MlflowClient(tracking_uri=uri).get_run(rid).info.status == "FINISHED"

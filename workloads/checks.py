@@ -1,0 +1,21 @@
+"""Checks every workload applies to its own training step."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The training loss became NaN or infinite; the run cannot give a valid result."""
+
+
+def check_loss(loss: torch.Tensor) -> None:
+    """Raise :class:`NonFiniteLossError` if the scalar ``loss`` is NaN or infinite.
+
+    Reads the value back to the host (a device sync on GPU; free on CPU).
+    """
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise NonFiniteLossError(f"training loss is {value}; the run is invalid")
