@@ -7,6 +7,8 @@ WORKLOAD ?= resnet50-cpu
 PROFILE ?=
 ARGS ?=
 UI_PORT ?= 5000
+# The results UI listens on loopback only; UI_HOST=0.0.0.0 exposes it on purpose.
+UI_HOST ?= 127.0.0.1
 # Containers (issue 3): RUNTIME=docker runs the rank inside the workload's image;
 # IMAGES (default: all), BASE_IMAGE and CA_BUNDLE are passed to `trainbench images build`.
 RUNTIME ?= local
@@ -46,7 +48,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
 
 ui: $(STAMP)
-	$(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) --host 127.0.0.1 --port $(UI_PORT)
+	$(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) --host $(UI_HOST) --port $(UI_PORT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
