@@ -27,8 +27,11 @@ def test_cpu_image_is_labelled_non_root_and_runs_trainbench(engine: Any, cpu_ima
     labels = cpu_image.labels
     meta = oci_metadata(REPO)
     assert labels["org.opencontainers.image.version"] == meta["VERSION"]
-    assert labels["org.opencontainers.image.source"] == meta["SOURCE"]
-    assert labels["org.opencontainers.image.revision"] not in ("", "unknown")
+    # An image is reused by its inputs digest, so its SOURCE/REVISION labels are those of the
+    # checkout that first built it (another clone of the same inputs reuses it unchanged).
+    revision = labels["org.opencontainers.image.revision"]
+    assert revision not in ("", "unknown")
+    assert labels["org.opencontainers.image.source"].strip()
     assert labels[LABEL_LOCK] == lock_digest(get_image("trainbench-cpu"), REPO)
     assert len(labels[LABEL_INPUTS]) == 64
     config = cpu_image.attrs["Config"]
