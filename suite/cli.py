@@ -257,6 +257,48 @@ def bench(part: str, pairs: int, steps: int, batch_size: int, output_dir: Path) 
     bench_main(part, pairs, steps, batch_size, output_dir.resolve())
 
 
+@main.command("bench-gpu")
+@click.option(
+    "--rungs",
+    default="fp32,bf16,bf16+channels_last,+compile",
+    show_default=True,
+    help="Comma-separated rungs of the GPU ladder.",
+)
+@click.option("--batch-sizes", default="128,256", show_default=True, help="Comma-separated batch sizes per GPU.")
+@click.option("--steps", default=100, show_default=True, help="Measured steps per cell (after 10 warm-up steps).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Extra settings, e.g. engine=ddp.")
+@click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results/bench-gpu"), show_default=True)
+@runtime_options
+def bench_gpu(
+    rungs: str, batch_sizes: str, steps: int, overrides: tuple[str, ...], output_dir: Path, runtime: RuntimeRequest
+) -> None:
+    """The GPU ladder (fp32, bf16, bf16+channels_last, +compile) of resnet50-gpu-horovod at each
+    batch size, with images/s, % of the GPU's bf16 peak and the published anchors."""
+    from suite.bench_gpu import RUNGS
+    from suite.bench_gpu import main as bench_gpu_main
+
+    chosen = [r.strip() for r in rungs.split(",") if r.strip()]
+    unknown = [r for r in chosen if r not in RUNGS]
+    if unknown or not chosen:
+        fail(f"--rungs {rungs!r}: unknown rung(s) {unknown}; choose from {', '.join(RUNGS)}")
+    try:
+        sizes = [int(b) for b in batch_sizes.split(",") if b.strip()]
+    except ValueError:
+        fail(f"--batch-sizes {batch_sizes!r}: expected integers such as 128,256")
+    if not sizes or min(sizes) < 1 or steps < 2:
+        fail("--batch-sizes must be >= 1 and --steps >= 2")
+    try:
+        config = resolve("resnet50-gpu-horovod", "quick", list(overrides))
+        wrap = runtime.wrapper(config)
+        bench_gpu_main(chosen, sizes, steps, list(overrides), output_dir.resolve(), wrap)
+    except ConfigError as exc:
+        fail(str(exc))
+    except ContainerError as exc:
+        fail(str(exc), exc.exit_code)
+    except (PreflightError, LaunchError) as exc:
+        fail(str(exc))
+
+
 from suite.validation.cli import bands, report, submission_schema, submit, validate  # noqa: E402  (issue 4)
 
 for _command in (validate, submit, bands, report, submission_schema):

@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.system import numa_topology, parse_cpulist
+from harness.system import gpu_devices, numa_topology, parse_cpulist
 from suite.placement import PlacementError, placement
 from suite.specs import LaunchConfig
 
@@ -96,6 +97,7 @@ class LaunchPlan:
         image: container image name, when the runtime is a container.
         image_id: container image id (``sha256:...``), when the runtime is a container.
         placement: torchrun: one slot per local rank (``suite.placement``), written into the job.
+        processes: ranks the launcher starts (all hosts for horovodrun, this host for torchrun).
     """
 
     command: list[str]
@@ -105,6 +107,7 @@ class LaunchPlan:
     image: str | None = None
     image_id: str | None = None
     placement: list[dict[str, str]] = field(default_factory=list)
+    processes: int = 1
 
     def environ(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The full environment: ``base`` (default ``os.environ``) plus ``env_set``."""
@@ -152,6 +155,38 @@ def binding_prefix(
     return cmd
 
 
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
+
+
+def horovod_hosts(launch: LaunchConfig, gpu_count: int | None = None) -> tuple[int, str]:
+    """``(np, -H value)`` for horovodrun.
+
+    Without ``hosts``: ``nproc_per_node`` ranks (default one per visible GPU, else 1)
+    on ``localhost``. With ``hosts``: their slots summed; the first host must be this
+    one, because global rank 0 (which writes the result) runs on the first host.
+
+    Raises:
+        LaunchError: the first host is another machine, or nproc_per_node exceeds the slots.
+    """
+    if launch.hosts is None:
+        if launch.nproc_per_node is not None:
+            n = launch.nproc_per_node
+        else:
+            n = max(1, len(gpu_devices()["devices"]) if gpu_count is None else gpu_count)
+        return n, f"localhost:{n}"
+    entries = [h.rsplit(":", 1) for h in launch.hosts.split(",")]
+    first = entries[0][0]
+    if first not in (*LOCAL_HOSTS, socket.gethostname()):
+        raise LaunchError(
+            f"hosts={launch.hosts}: the first host must be this machine (localhost or {socket.gethostname()}), "
+            "where global rank 0 writes the result"
+        )
+    total = sum(int(slots) for _, slots in entries)
+    if launch.nproc_per_node is not None and launch.nproc_per_node > int(entries[0][1]):
+        raise LaunchError(f"nproc_per_node={launch.nproc_per_node} exceeds this host's {entries[0][1]} slots in hosts")
+    return total, launch.hosts
+
+
 def plan_launch(
     launch: LaunchConfig,
     job: Path,
@@ -195,14 +230,29 @@ def plan_launch(
     if progress is not None:
         rank_args += ["--progress", str(progress)]
     prefix = binding_prefix(launch)
+    if launch.launcher == "horovodrun":
+        if prefix:
+            raise LaunchError(
+                "with launcher=horovodrun, cpus/numa_nodes do not apply; bind with the container's cpuset"
+            )
+        np_, hosts = horovod_hosts(launch)
+        cmd = [python, "-m", "horovod.runner.launch", "--gloo", "-np", str(np_), "-H", hosts, python]
+        return LaunchPlan(command=[*cmd, *rank_args], env_set=env, launcher="horovodrun", processes=np_)
     if launch.launcher == "torchrun":
         if prefix:
             raise LaunchError("with launcher=torchrun, place ranks with topology=..., not cpus/numa_nodes")
-        try:
-            slots = placement(launch.topology)
-        except PlacementError as exc:
-            raise LaunchError(str(exc)) from exc
-        cmd = [python, "-m", "torch.distributed.run", f"--nproc-per-node={len(slots)}"]
+        if launch.nproc_per_node is not None:
+            if launch.topology is not None:
+                raise LaunchError("set either nproc_per_node (unbound ranks, e.g. one per GPU) or topology, not both")
+            slots: list[dict[str, str]] = []
+            nproc = launch.nproc_per_node
+        else:
+            try:
+                slots = placement(launch.topology)
+            except PlacementError as exc:
+                raise LaunchError(str(exc)) from exc
+            nproc = len(slots)
+        cmd = [python, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}"]
         if launch.nnodes == 1:
             cmd.append("--standalone")
         elif not launch.rdzv_endpoint:
@@ -214,7 +264,9 @@ def plan_launch(
                 f"--rdzv-endpoint={launch.rdzv_endpoint}",
                 f"--rdzv-id={launch.rdzv_id}",
             ]
-        return LaunchPlan(command=[*cmd, *rank_args], env_set=env, launcher="torchrun", placement=slots)
+        return LaunchPlan(
+            command=[*cmd, *rank_args], env_set=env, launcher="torchrun", placement=slots, processes=nproc
+        )
     if launch.launcher == "run_cpu":
         # --no-python: run_cpu only accepts a *.py program otherwise; it then execs this interpreter.
         cmd = [

@@ -7,6 +7,7 @@ failure never loses a measurement.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -110,8 +111,9 @@ def preflight(config: RunConfig, opts: RunOptions) -> None:
     """Check what can be checked before anything runs.
 
     Raises:
-        PreflightError: the output directory is not writable or has too little space, or
-            the workload needs a GPU and none is visible.
+        PreflightError: the output directory is not writable or has too little space, the
+            workload needs a GPU and none is visible, or it needs horovodrun and Horovod is
+            not installed for a local run.
         suite.cost.PriceTableError: the price options are invalid.
         suite.launch.LaunchError: the requested allocator is missing.
     """
@@ -130,6 +132,11 @@ def preflight(config: RunConfig, opts: RunOptions) -> None:
                 f"workload {config.workload} needs an NVIDIA GPU, but none is visible "
                 f"({gpus.get('note', 'NVML lists no device')}); run it on a GPU host, or choose a CPU workload"
             )
+    if config.launch.launcher == "horovodrun" and opts.wrap is None and importlib.util.find_spec("horovod") is None:
+        raise PreflightError(
+            f"workload {config.workload} is launched by horovodrun, but Horovod is not installed in this environment; "
+            "run it in its image (--runtime docker; build it with `make images`), or use --set engine=ddp"
+        )
     out = opts.output_dir
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -332,7 +339,7 @@ def launch_rank(
     code = proc.returncode
     reason = "interrupted (SIGINT)" if interrupted else f"{death_reason(code, hung_s)}; see {log}"
     measurement: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
-    distributed = len(plan.placement) > 1 or config.launch.nnodes > 1
+    distributed = plan.processes > 1 or config.launch.nnodes > 1
     if config.launch.nnodes > 1 and code == 0 and not interrupted and not out.exists():
         measurement = {"elsewhere": True}
     elif distributed and not (measurement.get("complete") and measurement.get("ranks")):
@@ -455,7 +462,7 @@ def execute(config: RunConfig, opts: RunOptions, on_progress: ProgressCallback |
             f"which wrote the result and logged the run (this host's rank logs: {run_dir})"
         )
     result = build_result(config, opts, measurement, plan, run_id)
-    if result.status == "complete" and config.launch.launcher == "torchrun" and config.launch.compare_single:
+    if result.status == "complete" and plan.placement and config.launch.compare_single:
         result = _with_single_comparison(result, config, opts, plan, run_dir, on_progress)
     if result.status != "complete":
         path = write_result(result, run_dir / "result-incomplete.json")

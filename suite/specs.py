@@ -47,7 +47,7 @@ class LaunchConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    launcher: Literal["inline", "run_cpu", "torchrun"] = "inline"
+    launcher: Literal["inline", "run_cpu", "torchrun", "horovodrun"] = "inline"
     allocator: Literal["default", "jemalloc", "tcmalloc"] = "default"
     malloc_conf: str | None = Field(None, description="MALLOC_CONF for jemalloc")
     omp_num_threads: int | None = Field(None, ge=1)
@@ -68,10 +68,24 @@ class LaunchConfig(BaseModel):
         "optionally @memory-nodes, e.g. '0;1' = two pseudo-nodes of one core each",
     )
     nnodes: int = Field(1, ge=1, description="torchrun: number of hosts")
+    nproc_per_node: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="torchrun/horovodrun: ranks on this host, unbound (e.g. one per GPU); torchrun without it "
+        "places one rank per NUMA node; horovodrun without it starts one rank per visible GPU, or 1",
+    )
+    hosts: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.-]+:[0-9]+(,[A-Za-z0-9_.-]+:[0-9]+)*$",
+        description="horovodrun: -H host:slots,... (default localhost:nproc_per_node); other hosts are "
+        "reached over ssh by horovodrun and must hold the same image or checkout",
+    )
     rdzv_endpoint: str | None = Field(None, description="torchrun: host:port of the c10d rendezvous (nnodes > 1)")
     rdzv_id: str = Field("trainbench", pattern=r"^[A-Za-z0-9_.-]+$", description="torchrun: rendezvous id")
     compare_single: bool = Field(
-        True, description="torchrun: also measure one process on all cores with the same global batch"
+        True,
+        description="torchrun with NUMA placement: also measure one process on all cores with the same global batch",
     )
     memory_limit_mb: int | None = Field(
         None, ge=256, description="address-space limit (RLIMIT_AS) of the rank, MiB; exceeding it is an OOM error"
@@ -218,6 +232,9 @@ def get_spec(name: str, directory: Path = SPECS_DIR) -> WorkloadSpec:
     return specs[name]
 
 
+_YAML11_WORDS = frozenset({"on", "off", "yes", "no", "y", "n"})
+
+
 def _parse_override(item: str) -> tuple[str, Any]:
     if "=" not in item:
         raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set batch_size=32")
@@ -225,6 +242,8 @@ def _parse_override(item: str) -> tuple[str, Any]:
     key = key.strip()
     if not key:
         raise ConfigError(f"--set {item!r}: the key is empty")
+    if text.strip().lower() in _YAML11_WORDS:
+        return key, text.strip()  # YAML 1.1 reads off/on/yes/no as booleans; pydantic still takes them for bool fields
     try:
         value = yaml.safe_load(text) if text.strip() else None
     except yaml.YAMLError:
@@ -281,13 +300,39 @@ def resolve(
         params = entry.params_model.model_validate(doc["params"])
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration for {name} ({pname}): {_errors(exc)}") from exc
+    launch = _launcher_for_engine(launch, params, overrides or [], f"{name} ({pname})")
     return RunConfig(
         workload=spec.workload,
         profile=pname,
         image=spec.image,
-        requires_gpu=spec.requires_gpu,
+        requires_gpu=spec.requires_gpu and getattr(params, "device", None) != "cpu",
         windows=windows,
         params=params.model_dump(),
         launch=launch,
         overrides=list(overrides or []),
     )
+
+
+def _launcher_for_engine(launch: LaunchConfig, params: BaseModel, overrides: list[str], where: str) -> LaunchConfig:
+    """The launcher a workload's engine needs (params with a ``launcher()`` method, e.g. ``engine``).
+
+    ``--set engine=ddp`` switches the profile's launcher to torchrun; a launcher set
+    explicitly by an override that contradicts the engine is an error.
+
+    Raises:
+        ConfigError: an explicit ``launcher=`` override does not match the engine.
+    """
+    needed = getattr(params, "launcher", None)
+    if not callable(needed):
+        return launch
+    want = str(needed())
+    if launch.launcher == want:
+        return launch
+    explicit = any(o.partition("=")[0].strip() in ("launcher", "launch.launcher") for o in overrides)
+    if explicit:
+        engine = getattr(params, "engine", "?")
+        raise ConfigError(
+            f"invalid configuration for {where}: engine={engine} is started by launcher={want}, "
+            f"not {launch.launcher}; drop the launcher override or set launcher={want}"
+        )
+    return launch.model_copy(update={"launcher": want})

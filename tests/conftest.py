@@ -58,3 +58,17 @@ def jpeg_folder(tmp_path: Path) -> Path:
             pixels = rng.integers(0, 256, size=(60, 80, 3), dtype=np.uint8)
             Image.fromarray(pixels).save(root / cls / f"{i}.jpg", format="JPEG", quality=85)
     return root
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip tests marked ``gpu`` when no CUDA device is visible (they run on GPU hosts)."""
+    marked = [item for item in items if item.get_closest_marker("gpu")]
+    if not marked:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (torch.cuda.is_available() is False)")
+    for item in marked:
+        item.add_marker(skip)

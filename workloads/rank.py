@@ -115,12 +115,38 @@ def bind_and_reexec(placement: list[dict[str, str]], argv: list[str]) -> None:
     os.execvpe(exe, [*cmd, sys.executable, "-m", "workloads.rank", *argv], env)
 
 
-def gather_ranks(out: dict[str, Any], rank: int, world: int) -> list[dict[str, Any]] | None:
-    """All ranks' measurements on rank 0 (None elsewhere), over the workload's process group.
+def launcher_rank() -> tuple[int, int]:
+    """``(global rank, world size)`` from the launcher's environment.
+
+    torchrun sets RANK/WORLD_SIZE, horovodrun HOROVOD_RANK/HOROVOD_SIZE (Open MPI's
+    OMPI_COMM_WORLD_* are read too); none of them means a single process.
+    """
+    for rank_key, size_key in (
+        ("RANK", "WORLD_SIZE"),
+        ("HOROVOD_RANK", "HOROVOD_SIZE"),
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+    ):
+        if rank_key in os.environ:
+            return int(os.environ[rank_key]), int(os.environ.get(size_key, "1"))
+    return 0, 1
+
+
+def gather_ranks(out: dict[str, Any], rank: int, world: int, workload: Any = None) -> list[dict[str, Any]] | None:
+    """All ranks' measurements on rank 0 (None elsewhere).
+
+    Uses the workload's ``all_gather(obj) -> list`` when it has one (e.g. Horovod's
+    ``allgather_object``), else ``torch.distributed.all_gather_object`` over the
+    default process group.
 
     Raises:
         RuntimeError: a rank is missing (the collective fails or times out).
     """
+    hook = getattr(workload, "all_gather", None)
+    if callable(hook):
+        gathered_by_hook = list(hook(out))
+        if len(gathered_by_hook) != world:
+            raise RuntimeError(f"gathered {len(gathered_by_hook)} ranks' records, expected {world}")
+        return gathered_by_hook if rank == 0 else None
     import torch.distributed as dist
 
     if not dist.is_initialized():
@@ -145,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     raw_argv = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(raw_argv)
 
-    rank = int(os.environ.get("RANK", "0"))
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank, world = launcher_rank()
     args.out = _rank_path(args.out, rank)
     if args.progress is not None:
         args.progress = _rank_path(args.progress, rank)
@@ -174,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     sampler: UtilizationSampler | None = None
     progress: IO[str] | None = None
     code = 0
+    workload: Any = None
     try:
         workload = entry.factory(params)
         describe = getattr(workload, "describe", None)
@@ -209,14 +235,20 @@ def main(argv: list[str] | None = None) -> int:
         _write_json(args.out, out)
     if world > 1 and code == 0:
         try:
-            gathered = gather_ranks(out, rank, world)
+            gathered = gather_ranks(out, rank, world, workload)
             if gathered is not None:
                 _write_json(args.out, {**out, "ranks": gathered})
         except Exception as exc:  # a rank died after its loop: rank 0's own record stays, marked incomplete
             out.update(complete=False, error=f"gathering the ranks' records failed: {exc}")
             _write_json(args.out, out)
             code = 1
-    if world > 1:
+    shutdown = getattr(workload, "shutdown", None)
+    if callable(shutdown):
+        try:
+            shutdown()
+        except Exception as exc:  # the measurement is written; leaving the job must not turn it into a failure
+            print(f"warning: leaving the distributed job failed: {exc}", file=sys.stderr)
+    elif world > 1:
         import torch.distributed as dist
 
         if dist.is_initialized():

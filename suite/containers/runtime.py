@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
 import re
 import sys
@@ -305,13 +306,7 @@ def prepare(
             cap_sys_nice=config.launch.numa_nodes is not None,
         )
         atexit.register(_remove_container, client, name)
-        return LaunchPlan(
-            command=command,
-            env_set=dict(plan.env_set),
-            launcher=plan.launcher,
-            runtime="docker",
-            image=ref,
-            image_id=str(image.id),
-        )
+        # the rank count and placement stay the launcher's: the runner reads them to gather ranks
+        return dataclasses.replace(plan, command=command, runtime="docker", image=ref, image_id=str(image.id))
 
     return wrap

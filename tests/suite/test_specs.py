@@ -97,3 +97,10 @@ def test_yaml_tags_are_not_executed(tmp_path: Path) -> None:
     path.write_text("!!python/object/apply:os.system ['echo pwned']\n")
     with pytest.raises(ConfigError, match="cannot read spec"):
         load_spec(path)
+
+
+def test_yaml_1_1_words_stay_strings_so_compile_off_works() -> None:
+    # YAML 1.1 reads `off` as false; the override keeps the word, and bool settings still accept it
+    config = resolve("resnet50-cpu", overrides=["compile=off", "channels_last=off"])
+    assert config.params["compile"] == "off" and config.params["channels_last"] is False
+    assert resolve("resnet50-cpu", overrides=["channels_last=yes"]).params["channels_last"] is True

@@ -1,0 +1,307 @@
+"""One rank of data-parallel ResNet-50 training: Horovod (NCCL/Gloo) or native DDP.
+
+Timing method (what the harness measures, and why no step forces a device sync):
+``sync_each_step`` is False, so the harness calls :meth:`ResNet50GPU.synchronize`
+(``torch.cuda.synchronize`` plus a barrier across ranks) only at the edges of each
+window. A window's wall-clock length therefore covers all the device work queued in
+it, and throughput (samples / window seconds) is exact. A step's ``compute_s`` is
+the host time of that step: launching its kernels and waiting where the framework
+itself waits (Horovod's optimizer ``step`` waits for its allreduce handles; DDP lets
+the host run ahead until the CUDA queue or the caching allocator blocks). The loss
+is checked for NaN/inf on the device (a flag accumulated without reading it back)
+and read at the window edge, so the check adds no synchronization either; fp16's
+gradient scaler does read its overflow flag every step, as ``GradScaler.step`` must.
+On CPU every operation is synchronous and the loss is checked each step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torchvision
+from torch.utils.data import DataLoader, DistributedSampler
+
+from workloads.checks import NonFiniteLossError, check_loss
+from workloads.resnet50_cpu.data import DataError, imagefolder
+from workloads.resnet50_gpu.params import ResNet50GPUParams
+
+
+class EngineError(RuntimeError):
+    """The requested engine cannot start here (Horovod missing, no GPU for the rank, no launcher env)."""
+
+
+def _local_rank() -> int:
+    for key in ("LOCAL_RANK", "HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"):
+        if key in os.environ:
+            return int(os.environ[key])
+    return 0
+
+
+def _local_size() -> int:
+    for key in ("LOCAL_WORLD_SIZE", "HOROVOD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"):
+        if key in os.environ:
+            return int(os.environ[key])
+    return 1
+
+
+def _import_horovod() -> Any:
+    try:
+        import horovod.torch as hvd
+    except ImportError as exc:
+        raise EngineError(
+            f"engine=horovod needs Horovod built for PyTorch ({exc}); run it in the trainbench-gpu image "
+            "(--runtime docker, or `make run WORKLOAD=resnet50-gpu-horovod RUNTIME=docker`), or use --set engine=ddp"
+        ) from exc
+    return hvd
+
+
+class ResNet50GPU:
+    """torchvision ResNet-50, SGD and cross-entropy, data-parallel over ``world_size`` ranks.
+
+    Implements :class:`harness.workload.Workload`. A step is zero_grad, forward under
+    autocast (bf16/fp16) or fp32, loss, backward with the gradient allreduce, and the
+    optimizer step, on ``batch_size`` images of 3 x image_size x image_size per rank.
+
+    Horovod: ``hvd.init()``; rank 0's parameters and optimizer state are broadcast;
+    ``hvd.DistributedOptimizer`` averages gradients (NCCL on GPU, Gloo on CPU). DDP:
+    the process group comes from torchrun's environment (nccl on GPU, gloo on CPU);
+    DistributedDataParallel broadcasts rank 0's weights and all-reduces gradients in
+    buckets during backward. Control traffic (window agreement, barriers, gathering
+    the ranks' records) goes over a CPU channel (Horovod's Gloo ops; a gloo group for
+    DDP) so it never syncs the GPU.
+
+    Raises (from ``__init__``):
+        EngineError: Horovod is missing, or the rank has no GPU.
+        DataError: the ImageFolder cannot feed a batch per rank.
+    """
+
+    sync_each_step = False
+
+    def __init__(self, params: ResNet50GPUParams) -> None:
+        self.params = params
+        self.local_rank = _local_rank()
+        want_cuda = params.device == "cuda" or (params.device == "auto" and torch.cuda.is_available())
+        if want_cuda:
+            count = torch.cuda.device_count()
+            if count == 0:
+                raise EngineError("device=cuda but no CUDA device is visible; run on a GPU host or set device=cpu")
+            if self.local_rank >= count:
+                raise EngineError(
+                    f"local rank {self.local_rank} has no GPU ({count} visible); start at most one rank per GPU "
+                    "(nproc_per_node)"
+                )
+            torch.cuda.set_device(self.local_rank)
+            self.device = torch.device("cuda", self.local_rank)
+            torch.backends.cudnn.benchmark = True
+        else:
+            self.device = torch.device("cpu")
+            torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // _local_size()))
+        self.hvd: Any = None
+        self._control: Any = None
+        if params.engine == "horovod":
+            self.hvd = _import_horovod()
+            self.hvd.init()
+            self.rank, self.world_size = int(self.hvd.rank()), int(self.hvd.size())
+        else:
+            backend = params.backend if params.backend != "auto" else ("nccl" if want_cuda else "gloo")
+            timeout = timedelta(seconds=params.collective_timeout_s)
+            if not dist.is_initialized():
+                if "MASTER_ADDR" not in os.environ:
+                    raise EngineError("engine=ddp needs torchrun's environment (launch.launcher=torchrun)")
+                kwargs: dict[str, Any] = {"device_id": self.device} if want_cuda else {}
+                dist.init_process_group(backend, timeout=timeout, **kwargs)
+            self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
+            self._control = dist.new_group(backend="gloo", timeout=timeout) if backend != "gloo" else dist.group.WORLD
+        if self.hvd is not None:  # the gradient allreduce: NCCL for GPU tensors when built with it, else Gloo
+            self.backend = "nccl" if want_cuda and self.hvd.nccl_built() else "gloo"
+        else:
+            self.backend = str(dist.get_backend())
+
+        torch.manual_seed(params.seed)
+        self.memory_format = torch.channels_last if params.channels_last else torch.contiguous_format
+        model = torchvision.models.resnet50(num_classes=params.num_classes)
+        # Horovod's in-place collectives (broadcast, gradient allreduce) refuse non-contiguous
+        # tensors, so under Horovod the weights stay in the default layout and only the inputs
+        # are channels_last: convolutions still run NHWC (a channels_last input selects the NHWC
+        # kernels), and autograd keeps each gradient in its weight's (contiguous) layout.
+        self.weights_channels_last = params.channels_last and params.engine == "ddp"
+        weight_format = torch.channels_last if self.weights_channels_last else torch.contiguous_format
+        model = model.to(self.device, memory_format=weight_format).train()
+        self.model = model
+        optimizer: Any = torch.optim.SGD(model.parameters(), lr=params.lr, momentum=params.momentum)
+        if self.hvd is not None:
+            self.hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+            self.hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+            optimizer = self.hvd.DistributedOptimizer(
+                optimizer, named_parameters=model.named_parameters(), op=self.hvd.Average
+            )
+            net: Any = model
+        else:
+            from torch.nn.parallel import DistributedDataParallel
+
+            net = DistributedDataParallel(model, device_ids=[self.local_rank] if want_cuda else None)
+        self.net = net
+        self.optimizer = optimizer
+        self.forward: Any = torch.compile(net, backend="inductor") if params.compile == "inductor" else net
+        self.criterion = torch.nn.CrossEntropyLoss()
+        self.scaler = torch.amp.GradScaler("cuda") if params.precision == "fp16" else None
+        self._dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(params.precision)
+        self._bad = torch.zeros((), dtype=torch.bool, device=self.device)
+        self._flag = torch.zeros(1, dtype=torch.int32)
+        self._epoch = 0
+        self.loader: DataLoader[Any] | None = None
+        self.sampler: DistributedSampler[Any] | None = None
+        self.dataset_samples: int | None = None
+        if params.data == "imagefolder":
+            assert params.data_dir is not None  # checked by the params model
+            dataset = imagefolder(params.data_dir, params.image_size)
+            self.sampler = DistributedSampler(
+                dataset, num_replicas=self.world_size, rank=self.rank, shuffle=True, seed=params.seed, drop_last=True
+            )
+            if len(self.sampler) < params.batch_size:
+                raise DataError(
+                    f"the dataset has {len(dataset)} samples, {len(self.sampler)} per rank, fewer than "
+                    f"batch_size={params.batch_size}; lower batch_size or add data"
+                )
+            self.dataset_samples = len(dataset)
+            self.loader = DataLoader(
+                dataset,
+                batch_size=params.batch_size,
+                sampler=self.sampler,
+                num_workers=params.num_workers,
+                pin_memory=self.device.type == "cuda",
+                drop_last=True,
+                persistent_workers=params.num_workers > 0,
+            )
+
+    def describe(self) -> dict[str, Any]:
+        """Engine, device, world size, both batch sizes, precision and versions (JSON-ready)."""
+        info: dict[str, Any] = {
+            "model": "torchvision.models.resnet50",
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "engine": self.params.engine,
+            "backend": self.backend,
+            "device": str(self.device),
+            "device_name": torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu",
+            "rank": self.rank,
+            "local_rank": self.local_rank,
+            "world_size": self.world_size,
+            "per_rank_batch_size": self.params.batch_size,
+            "global_batch_size": self.params.batch_size * self.world_size,
+            "precision": self.params.precision,
+            "channels_last": self.params.channels_last,
+            "weights_channels_last": self.weights_channels_last,
+            "compile": self.params.compile,
+            "data": self.params.data,
+            "torch_threads": torch.get_num_threads(),
+            "timing": "device sync and barrier at window edges only (sync_each_step=False)",
+        }
+        if self.dataset_samples is not None:
+            info["dataset_samples"] = self.dataset_samples
+        if self.hvd is not None:
+            import horovod
+
+            info["horovod"] = {
+                "version": horovod.__version__,
+                "nccl_built": bool(self.hvd.nccl_built()),
+                "gloo_built": bool(self.hvd.gloo_built()),
+                "cuda_built": bool(self.hvd.cuda_built()),
+                "local_size": int(self.hvd.local_size()),
+            }
+        return info
+
+    def batches(self) -> Iterator[Any]:
+        """Batches forever: the resident synthetic batch, or the rank's ImageFolder shard epoch after epoch."""
+        if self.loader is None:
+            g = torch.Generator(device="cpu").manual_seed(self.params.seed + self.rank)
+            size = (self.params.batch_size, 3, self.params.image_size, self.params.image_size)
+            x = torch.randn(size, generator=g).to(self.device).contiguous(memory_format=self.memory_format)
+            y = torch.randint(0, self.params.num_classes, (self.params.batch_size,), generator=g).to(self.device)
+            return itertools.repeat((x, y))
+        return self._epochs()
+
+    def _epochs(self) -> Iterator[Any]:
+        assert self.loader is not None and self.sampler is not None
+        while True:
+            self.sampler.set_epoch(self._epoch)
+            self._epoch += 1
+            for x, y in self.loader:
+                x = x.to(self.device, non_blocking=True).contiguous(memory_format=self.memory_format)
+                yield x, y.to(self.device, non_blocking=True)
+
+    def step(self, batch: Any) -> int:
+        """One optimizer step; returns the rank's samples (``batch_size``).
+
+        Raises:
+            NonFiniteLossError: on CPU, at once; on GPU, at the next window edge.
+        """
+        x, y = batch
+        self.optimizer.zero_grad()  # set_to_none is the default (torch >= 2.0); Horovod takes no argument
+        autocast = (
+            torch.autocast(self.device.type, dtype=self._dtype) if self._dtype is not None else contextlib.nullcontext()
+        )
+        with autocast:
+            loss = self.criterion(self.forward(x), y)
+        if self.scaler is None:
+            loss.backward()
+            self.optimizer.step()
+        else:
+            self.scaler.scale(loss).backward()
+            if self.hvd is not None:  # Horovod's fp16 recipe: allreduce first, then the scaler's step
+                self.optimizer.synchronize()
+                with self.optimizer.skip_synchronize():
+                    self.scaler.step(self.optimizer)
+            else:
+                self.scaler.step(self.optimizer)
+            self.scaler.update()
+        if self.device.type == "cpu":
+            check_loss(loss)
+        else:
+            self._bad |= ~torch.isfinite(loss.detach())
+        return int(x.shape[0])
+
+    def synchronize(self) -> None:
+        """Wait for the GPU's queued work, check the loss flag, then a barrier across ranks.
+
+        Raises:
+            NonFiniteLossError: a loss since the last window edge was NaN or infinite.
+        """
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            if bool(self._bad):
+                raise NonFiniteLossError("training loss became NaN or infinite; the run is invalid")
+        if self.hvd is not None:
+            self.hvd.barrier()
+        else:
+            dist.barrier(group=self._control)
+
+    def agree_done(self, local_done: bool) -> bool:
+        """True when every rank has met both minimums of the current window (a MIN over a CPU tensor)."""
+        self._flag.fill_(1 if local_done else 0)
+        if self.hvd is not None:
+            out = self.hvd.allreduce(self._flag, op=self.hvd.Min, name="trainbench.window_done")
+            return bool(out.item())
+        dist.all_reduce(self._flag, op=dist.ReduceOp.MIN, group=self._control)
+        return bool(self._flag.item())
+
+    def all_gather(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every rank's ``obj``, in rank order, on every rank (over the CPU channel)."""
+        if self.hvd is not None:
+            return list(self.hvd.allgather_object(obj))
+        gathered: list[Any] = [None] * self.world_size
+        dist.all_gather_object(gathered, obj, group=self._control)
+        return gathered
+
+    def shutdown(self) -> None:
+        """Leave the job: ``hvd.shutdown()`` or destroy the process group."""
+        if self.hvd is not None:
+            self.hvd.shutdown()
+        elif dist.is_initialized():
+            dist.destroy_process_group()
