@@ -24,7 +24,19 @@ PERF_ENV_PATTERN = re.compile(
 )
 """Environment variables that can change training performance; all of them are recorded."""
 
-LIBRARIES = ("torch", "torchvision", "numpy", "pillow", "scipy", "trainbench", "horovod", "nvidia-ml-py")
+LIBRARIES = (
+    "torch",
+    "torchvision",
+    "tensorflow",
+    "tensorflow-cpu",
+    "keras",
+    "numpy",
+    "pillow",
+    "scipy",
+    "trainbench",
+    "horovod",
+    "nvidia-ml-py",
+)
 """Distributions whose versions are recorded when installed."""
 
 _MAPPED_LIBS = {

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # the TensorFlow image has no torch; the error class is shared by every workload
+    import torch
 
 
 class NonFiniteLossError(FloatingPointError):

@@ -81,6 +81,7 @@ def _load_builtin() -> None:
     from workloads.numa_ddp import ENTRY as numa_ddp
     from workloads.resnet50_cpu import ENTRY as resnet50_cpu
     from workloads.resnet50_gpu import ENTRY as resnet50_gpu
+    from workloads.resnet50_tf import ENTRY as resnet50_tf
 
-    for entry in (resnet50_cpu, mnist_dataheavy, numa_ddp, resnet50_gpu):
+    for entry in (resnet50_cpu, mnist_dataheavy, numa_ddp, resnet50_gpu, resnet50_tf):
         register(entry)

@@ -101,6 +101,13 @@ IMAGES: dict[str, ImageDef] = {
         parent_arg="CPU_IMAGE",
         description="GPU workloads: CUDA torch, CUDA toolkit pieces, NCCL, Horovod (NCCL + Gloo)",
     ),
+    "trainbench-tf": ImageDef(
+        "trainbench-tf",
+        "containers/tf/Dockerfile",
+        ("tf",),
+        ("containers/tf/Dockerfile", "containers/tf/requirements.lock", "containers/ca/README.md", *SOURCE_CONTEXT),
+        description="TensorFlow workloads: TensorFlow 2.15 (CPU, Keras 2), Horovod (TensorFlow + Gloo), no torch",
+    ),
 }
 
 

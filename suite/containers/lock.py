@@ -98,6 +98,55 @@ def requirements_file(relative: str) -> Callable[[Path], list[str]]:
     return read
 
 
+TF_IMAGE_DEPENDENCIES = (
+    "numpy",
+    "scipy",
+    "pillow",
+    "pydantic",
+    "jsonschema",
+    "pyyaml",
+    "click",
+    "rich",
+    "matplotlib",
+    "psutil",
+    "filelock",
+    "py-cpuinfo",
+    "nvidia-ml-py",
+)
+"""pyproject dependencies the TensorFlow image installs (normalized names): what the rank path
+(``python -m workloads.rank``: harness, registry, params models) and the ``trainbench`` entrypoint
+import at start-up. Left out on purpose: torch, torchvision, MLflow, docker, requests (the image
+trains with TensorFlow; results and MLflow are written on the host)."""
+
+
+def _requirement_name(line: str) -> str:
+    """Normalized distribution name of a requirement line (``"py-cpuinfo>=9"`` -> ``py-cpuinfo``)."""
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower() if m else ""
+
+
+def tf_image_requirements(root: Path) -> list[str]:
+    """Requirement lines of the TensorFlow image: :data:`TF_IMAGE_DEPENDENCIES` as pyproject.toml
+    constrains them, the build backend, then ``containers/tf/requirements.in`` (TensorFlow 2.15,
+    Horovod's source, CMake).
+
+    Raises:
+        LockError: pyproject.toml or requirements.in is unreadable, or pyproject.toml lacks one
+            of the listed dependencies (so a rename there cannot silently drop it from the image).
+    """
+    path = root / "pyproject.toml"
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise LockError(f"cannot read {path}: {exc}") from exc
+    deps = [d for d in doc.get("project", {}).get("dependencies", []) if _requirement_name(d) in TF_IMAGE_DEPENDENCIES]
+    missing = sorted(set(TF_IMAGE_DEPENDENCIES) - {_requirement_name(d) for d in deps})
+    if missing:
+        raise LockError(f"{path}: the TensorFlow image's dependencies {missing} are not in [project].dependencies")
+    build = list(doc.get("build-system", {}).get("requires", []))
+    return [*deps, *build, *requirements_file("containers/tf/requirements.in")(root)]
+
+
 LOCKS: dict[str, LockDef] = {
     "cpu": LockDef(
         "cpu",
@@ -112,6 +161,14 @@ LOCKS: dict[str, LockDef] = {
         requirements_file("containers/gpu/requirements.in"),
         "containers/requirements.lock",
         "the GPU image's extras: CUDA toolkit pieces, Horovod's source, CMake (containers/gpu/requirements.in)",
+    ),
+    "tf": LockDef(
+        "tf",
+        "containers/tf/requirements.lock",
+        tf_image_requirements,
+        None,
+        "the TensorFlow image (no torch): TensorFlow 2.15 (Keras 2), Horovod's source, CMake "
+        "(containers/tf/requirements.in) and trainbench's light runtime dependencies",
     ),
 }
 

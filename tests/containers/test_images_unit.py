@@ -38,7 +38,7 @@ def test_every_workload_spec_names_a_registered_image() -> None:
 def test_image_order_puts_parents_first_and_unknown_names_list_the_valid_ones() -> None:
     assert [i.name for i in with_parents(["trainbench-gpu"])] == ["trainbench-cpu", "trainbench-gpu"]
     assert [i.name for i in with_parents(["trainbench-cpu", "trainbench-cpu"])] == ["trainbench-cpu"]
-    assert [i.name for i in with_parents([])] == ["trainbench-cpu", "trainbench-gpu"]
+    assert [i.name for i in with_parents([])] == ["trainbench-cpu", "trainbench-gpu", "trainbench-tf"]
     with pytest.raises(UnknownImageError, match="trainbench-cpu, trainbench-gpu"):
         get_image("trainbench-tpu")
 

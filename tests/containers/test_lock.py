@@ -56,6 +56,7 @@ def test_a_changed_dependency_makes_the_lock_stale(tmp_path: Path) -> None:
     (root / "containers" / "gpu").mkdir(parents=True)
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     for lock in LOCKS.values():
+        (root / lock.path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / lock.path, root / lock.path)
     shutil.copy(REPO / "containers/gpu/requirements.in", root / "containers/gpu/requirements.in")
     check_lock(LOCKS["cpu"], root)
