@@ -6,6 +6,7 @@ the GPU runs are marked ``gpu``."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,24 @@ TINY_CPU = [
     "sampler_interval_s=0.1",
 ]
 """A real 2-rank CPU run of resnet50-gpu-horovod that takes seconds (64x64 images, batch 2 per rank)."""
+
+
+def run_ddp(tmp_path: Path, *settings: str) -> subprocess.CompletedProcess[str]:
+    """``trainbench run resnet50-gpu-horovod`` with TINY_CPU, engine=ddp and ``--set`` each of ``settings``."""
+    extra = [arg for setting in settings for arg in ("--set", setting)]
+    return trainbench(
+        "run",
+        "resnet50-gpu-horovod",
+        *TINY_CPU,
+        "--set",
+        "engine=ddp",
+        *extra,
+        "--output-dir",
+        str(tmp_path / "o"),
+        "--no-tracking",
+        cwd=tmp_path,
+        timeout=600,
+    )
 
 
 def assert_combined(r: Result, world: int, per_rank_batch: int, repeats: int) -> None:
@@ -143,18 +162,7 @@ def test_horovod_missing_locally_is_a_clear_preflight_error(tmp_path: Path) -> N
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two CPUs for two ranks")
 def test_ddp_engine_two_cpu_ranks_through_the_harness(tmp_path: Path) -> None:
-    proc = trainbench(
-        "run",
-        "resnet50-gpu-horovod",
-        *TINY_CPU,
-        "--set",
-        "engine=ddp",
-        "--output-dir",
-        str(tmp_path / "o"),
-        "--no-tracking",
-        cwd=tmp_path,
-        timeout=600,
-    )
+    proc = run_ddp(tmp_path)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     [path] = list((tmp_path / "o").rglob("result.json"))
     r = read_result(path)
@@ -169,24 +177,7 @@ def test_ddp_engine_two_cpu_ranks_through_the_harness(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two CPUs for two ranks")
 def test_ddp_engine_reads_a_sharded_imagefolder(tmp_path: Path, jpeg_folder: Path) -> None:
-    proc = trainbench(
-        "run",
-        "resnet50-gpu-horovod",
-        *TINY_CPU,
-        "--set",
-        "engine=ddp",
-        "--set",
-        "data=imagefolder",
-        "--set",
-        f"data_dir={jpeg_folder}",
-        "--set",
-        "num_workers=0",
-        "--output-dir",
-        str(tmp_path / "o"),
-        "--no-tracking",
-        cwd=tmp_path,
-        timeout=600,
-    )
+    proc = run_ddp(tmp_path, "data=imagefolder", f"data_dir={jpeg_folder}", "num_workers=0")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     [path] = list((tmp_path / "o").rglob("result.json"))
     r = read_result(path)
@@ -196,24 +187,7 @@ def test_ddp_engine_reads_a_sharded_imagefolder(tmp_path: Path, jpeg_folder: Pat
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two CPUs for two ranks")
 def test_a_dataset_smaller_than_a_rank_batch_fails_with_the_fix(tmp_path: Path, jpeg_folder: Path) -> None:
-    proc = trainbench(
-        "run",
-        "resnet50-gpu-horovod",
-        *TINY_CPU,
-        "--set",
-        "engine=ddp",
-        "--set",
-        "data=imagefolder",
-        "--set",
-        f"data_dir={jpeg_folder}",
-        "--set",
-        "batch_size=8",
-        "--output-dir",
-        str(tmp_path / "o"),
-        "--no-tracking",
-        cwd=tmp_path,
-        timeout=600,
-    )
+    proc = run_ddp(tmp_path, "data=imagefolder", f"data_dir={jpeg_folder}", "batch_size=8")
     assert proc.returncode != 0
     assert "6 per rank, fewer than batch_size=8" in proc.stderr
     assert not list((tmp_path / "o").rglob("result.json"))
