@@ -187,15 +187,30 @@ def steps_from_log(path: Path) -> list[dict[str, Any]]:
 
 
 def death_reason(code: int | None, hung_s: float | None) -> str:
-    """Why a rank ended without finishing, in words."""
+    """Why a rank ended without finishing, in words.
+
+    Args:
+        code: the exit status of the process the runner started (the rank, its launcher,
+            or ``docker run``). Negative: killed by that signal (Popen's convention).
+            128 + N: the shell's and Docker's convention for "the process inside was
+            killed by signal N" (e.g. 137 = SIGKILL, which is what an out-of-memory kill
+            inside a container with ``--memory`` reports).
+        hung_s: seconds without a finished step when the runner killed a hung rank, or None.
+    """
     if hung_s is not None:
         return (
             f"the rank finished no step for {hung_s:.0f} s (startup_timeout_s / stall_timeout_s) and was killed as hung"
         )
+    hint = " (the kernel's out-of-memory killer sends SIGKILL: lower batch_size or set memory_limit_mb)"
     if code is not None and code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
-        hint = " (the kernel's out-of-memory killer sends SIGKILL: lower batch_size or set memory_limit_mb)"
         return f"the rank was killed by {name}" + (hint if -code == signal.SIGKILL else "")
+    if code is not None and code > 128 and (code - 128) in signal.valid_signals():
+        sig = signal.Signals(code - 128)
+        return (
+            f"the rank exited with code {code} (128 + {sig.name}: it was killed by {sig.name} inside its container "
+            "or launcher)" + (hint if sig == signal.SIGKILL else "")
+        )
     return f"the rank exited with code {code} before finishing"
 
 

@@ -129,6 +129,34 @@ def test_a_failure_inside_the_container_propagates_its_exit_code(engine: Any, cp
     assert not _leftover_containers(engine, out)
 
 
+def test_out_of_memory_inside_the_container_is_named(engine: Any, cpu_image: Any, tmp_path: Path) -> None:
+    """A real OOM kill under ``--memory``: docker reports 137 (128 + SIGKILL), the runner says why."""
+    out = tmp_path / "o"
+    proc = trainbench(
+        "run",
+        "resnet50-cpu",
+        *TINY_RUN,
+        "--set",
+        "batch_size=32",
+        "--set",
+        "image_size=224",
+        "--runtime",
+        "docker",
+        "--memory",
+        "700m",
+        "--output-dir",
+        str(out),
+        "--no-tracking",
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    text = " ".join(proc.stderr.split())
+    assert "exited with code 137 (128 + SIGKILL" in text and "out-of-memory killer" in text, text
+    assert not list(out.rglob("result.json")), "an OOM-killed run never produces a valid result"
+    assert not _leftover_containers(engine, out)
+
+
 def test_missing_image_says_how_to_build_it(engine: Any, tmp_path: Path) -> None:
     proc = trainbench(
         "run",
