@@ -9,7 +9,10 @@ thread, preprocessing
   a) in the trainer with the DataLoader (torchvision chain),
   b) in the trainer with tf.data (TensorFlow chain, the one the service runs),
   c) on a tf.data service worker pinned to another CPU (dispatcher pinned there too),
-so (b) and (c) differ only in where the same preprocessing runs.
+  d) with ``--service-image``: on the same service run in containers of that image,
+     cpuset-pinned to the other CPU (an extra CPU machine, simulated; the trainer
+     reaches them over published loopback ports),
+so (b), (c) and (d) differ only in where the same preprocessing runs.
 
 The seed study's figures (1193 vs 184 ms/step, 6.5x) came from adding a 36-vCPU
 machine to a GPU machine; on two cores the best offload can do is turn
@@ -47,6 +50,8 @@ class BenchSettings:
         batch_size: samples per step.
         measure_steps, measure_seconds: the measurement window's minimums.
         runs: repeats of warm-up + measurement per point.
+        service_image: image for point (d), the tf.data service in pinned containers
+            (None: point (d) is skipped).
     """
 
     repeats: int = 4
@@ -54,6 +59,7 @@ class BenchSettings:
     measure_steps: int = 20
     measure_seconds: float = 10.0
     runs: int = 2
+    service_image: str | None = None
 
     def overrides(self) -> list[str]:
         """``--set`` overrides shared by every point."""
@@ -70,11 +76,12 @@ class BenchSettings:
 
 
 def _point(label: str, overrides: list[str], opts: RunOptions, console: Console) -> dict[str, Any]:
+    """Run one point; a failed point is a row with ``error`` (``interrupted: True`` after Ctrl-C/SIGTERM)."""
     console.print(f"[bold]{label}[/bold]: --set {' --set '.join(overrides)}", highlight=False)
     try:
         out = execute(resolve(WORKLOAD, None, overrides), opts)
     except RunError as exc:
-        return {"label": label, "error": str(exc)}
+        return {"label": label, "error": str(exc), "interrupted": exc.exit_code == 130}
     s, prep = out.result.summary, out.result.workload_info.get("preprocessing", {})
     assert s is not None
     return {
@@ -91,6 +98,9 @@ def _point(label: str, overrides: list[str], opts: RunOptions, console: Console)
 def offload_part(settings: BenchSettings, output_dir: Path, console: Console) -> list[dict[str, Any]]:
     """Part 2: trainer on the first allowed CPU; preprocessing there, or on a service worker on the last CPU.
 
+    An interrupted point ends the part: the points after it are not run, and the
+    service processes or containers started for it are stopped and removed.
+
     Raises:
         suite.data_service.DataServiceError: the service did not start.
     """
@@ -98,26 +108,31 @@ def offload_part(settings: BenchSettings, output_dir: Path, console: Console) ->
     trainer, other = str(cpus[0]), str(cpus[-1])
     base = [*settings.overrides(), f"cpus={trainer}"]
     opts = RunOptions(output_dir=output_dir, tracking_uri=None)
-    rows = [
-        _point(
-            "a) trainer preprocesses, DataLoader", [*base, "input_pipeline=dataloader", "num_workers=0"], opts, console
-        ),
-        _point(
-            "b) trainer preprocesses, tf.data",
-            [*base, "input_pipeline=tfdata", "num_workers=0", "prefetch=0"],
-            opts,
-            console,
-        ),
-    ]
-    with LocalService([other], output_dir / "service-logs", dispatcher_cpus=other) as service:
-        rows.append(
-            _point(
-                f"c) offloaded to a tf.data service worker on CPU {other}",
-                [*base, "input_pipeline=tfdata-service", f"data_service={service.address}"],
-                opts,
-                console,
-            )
-        )
+    rows: list[dict[str, Any]] = []
+
+    def stopped() -> bool:
+        return bool(rows and rows[-1].get("interrupted"))
+
+    local_torch = [*base, "input_pipeline=dataloader", "num_workers=0"]
+    rows.append(_point("a) trainer preprocesses, DataLoader", local_torch, opts, console))
+    if not stopped():
+        local_tf = [*base, "input_pipeline=tfdata", "num_workers=0", "prefetch=0"]
+        rows.append(_point("b) trainer preprocesses, tf.data", local_tf, opts, console))
+    if not stopped():
+        with LocalService([other], output_dir / "service-logs", dispatcher_cpus=other) as service:
+            remote = [*base, "input_pipeline=tfdata-service", f"data_service={service.address}"]
+            rows.append(_point(f"c) offloaded to a tf.data service worker on CPU {other}", remote, opts, console))
+    if settings.service_image and not stopped():
+        from suite.containers.errors import ContainerError
+        from suite.containers.service import ContainerService
+
+        label = f"d) offloaded to a tf.data service worker container pinned to CPU {other}"
+        try:
+            with ContainerService(settings.service_image, [other], dispatcher_cpus=other) as boxed:
+                remote = [*base, "input_pipeline=tfdata-service", f"data_service={boxed.address}"]
+                rows.append(_point(label, remote, opts, console))
+        except ContainerError as exc:  # the points measured so far are still reported and written
+            rows.append({"label": label, "error": str(exc)})
     return rows
 
 
@@ -144,7 +159,11 @@ def _offload_table(rows: list[dict[str, Any]], trainer_cpu: int) -> Table:
 
 
 def main(settings: BenchSettings, output_dir: Path, console: Console) -> int:
-    """Run both parts, print their tables, write ``bench-mnist.json``; return the exit code (1: a point failed)."""
+    """Run both parts, print their tables, write ``bench-mnist.json``; return the exit code.
+
+    Exit codes: 0 all points measured, 1 a point failed, 130 interrupted (Ctrl-C or
+    SIGTERM; what was measured is still printed and written).
+    """
     output_dir.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()
     console.print(
@@ -164,13 +183,18 @@ def main(settings: BenchSettings, output_dir: Path, console: Console) -> int:
     rows1 = [p.row() for p in sweep.points]
     console.print(sweep_table("num_workers", rows1, f"{WORKLOAD}: loader workers"))
     console.print(f"plot: {sweep.plot_path}")
-    console.rule("part 2: offload, trainer on one core")
-    rows2 = offload_part(settings, output_dir, console)
-    console.print(_offload_table(rows2, sorted(os.sched_getaffinity(0))[0]))
+    rows2: list[dict[str, Any]] = []
+    if not sweep.interrupted:
+        console.rule("part 2: offload, trainer on one core")
+        rows2 = offload_part(settings, output_dir, console)
+        console.print(_offload_table(rows2, sorted(os.sched_getaffinity(0))[0]))
     load = os.getloadavg()
     console.print(f"load average at end {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} (other processes share these CPUs)")
     path = output_dir / "bench-mnist.json"
     path.write_text(json.dumps({"settings": settings.__dict__, "workers": rows1, "offload": rows2}, indent=1) + "\n")
     console.print(f"figures: {path}")
+    if sweep.interrupted or any(r.get("interrupted") for r in rows2):
+        console.print("interrupted: the points above were measured; the rest did not run")
+        return 130
     failed = [r for r in rows1 if r["status"] != "complete"] + [r for r in rows2 if "error" in r]
     return 1 if failed else 0

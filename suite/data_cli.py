@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -93,6 +95,10 @@ def worker(dispatcher_address: str, port: int, advertise: str | None, cpus: str 
         fail(str(exc))
 
 
+def _sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 @click.command("bench-mnist")
 @click.option("--repeats", "chain_repeats", type=click.IntRange(0, 64), default=4, show_default=True,
               help="preprocess_repeats of the heavy chain.")  # fmt: skip
@@ -101,18 +107,42 @@ def worker(dispatcher_address: str, port: int, advertise: str | None, cpus: str 
 @click.option("--seconds", type=click.FloatRange(0, 3600), default=10.0, show_default=True, help="Minimum measured s.")
 @click.option("--runs", type=click.IntRange(1, 100), default=2, show_default=True, help="Repeats per point.")
 @click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results/bench-mnist"), show_default=True)
-def bench_mnist(chain_repeats: int, batch_size: int, steps: int, seconds: float, runs: int, output_dir: Path) -> None:
+@click.option("--service-image", metavar="IMAGE",
+              help="Also run the tf.data service in CPU-pinned containers of IMAGE (e.g. trainbench-cpu).")  # fmt: skip
+def bench_mnist(
+    chain_repeats: int,
+    batch_size: int,
+    steps: int,
+    seconds: float,
+    runs: int,
+    output_dir: Path,
+    service_image: str | None,
+) -> None:
     """Input-bound training and offloaded preprocessing on this machine, in printed figures (issue 5).
 
     Part 1: 0, 1, 2 DataLoader workers. Part 2: the trainer pinned to one CPU,
-    preprocessing on that CPU vs on a tf.data service worker pinned to another.
+    preprocessing on that CPU vs on a tf.data service worker pinned to another
+    (a process, and with --service-image also a container).
     """
     from suite.bench_mnist import BenchSettings, main
+    from suite.containers.runtime import image_reference
     from suite.data_service import DataServiceError
 
-    settings = BenchSettings(chain_repeats, batch_size, steps, seconds, runs)
+    image = image_reference(service_image) if service_image else None
+    if image:  # before part 1's minutes of measurement, not after them
+        from suite.containers.errors import ContainerError
+        from suite.containers.service import check_service_image
+
+        try:
+            check_service_image(image)
+        except ContainerError as exc:
+            fail(f"--service-image: {exc}")
+    settings = BenchSettings(chain_repeats, batch_size, steps, seconds, runs, image)
+    signal.signal(signal.SIGTERM, _sigterm)  # SIGTERM stops it as Ctrl-C does: points kept, services removed
     try:
         code = main(settings, output_dir.resolve(), console)
     except DataServiceError as exc:
         fail(str(exc), 1)
+    except KeyboardInterrupt:
+        fail("bench-mnist interrupted between points; the points measured are in --output-dir", 130)
     sys.exit(code)

@@ -17,8 +17,11 @@ from typing import Any
 
 import pytest
 
+from suite.containers.runtime import ImageMissingError
+from suite.containers.service import ContainerService
 from suite.data_service import READY
 from suite.results import read_result
+from tests.conftest import trainbench
 from tests.containers.conftest import _skip_or_fail, cpu_image, engine
 from tests.mnist.test_runs import TINY
 
@@ -134,3 +137,47 @@ def test_trainer_container_reads_from_pinned_worker_containers(
     assert sorted(tuple(p["cpus"]) for p in prep["producers"]) == [(c,) for c in service_cpus]
     assert prep["workers"] == len(workers) and prep["cores"] == len(service_cpus)
     assert result.environment["binding"]["cpus_allowed"] == [trainer_cpu]
+
+
+@pytest.mark.slow
+def test_host_trainer_reads_from_a_container_service_pinned_to_another_cpu(
+    offload_image: Any, engine: Any, tmp_path: Path
+) -> None:
+    """``bench-mnist --service-image``'s point (d): the service in pinned containers, the trainer on the host."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs: one for the trainer, one for the data service")
+    image = offload_image.tags[0] if offload_image.tags else offload_image.id
+    with ContainerService(image, [str(cpus[-1])], dispatcher_cpus=str(cpus[-1])) as service:
+        names = [c.name for c in service._started]
+        assert service.address.startswith("127.0.0.1:")
+        assert [c for _, c in service.workers] == [[cpus[-1]]]  # the worker saw its cpuset from inside
+        proc = trainbench(
+            "run", "mnist-dataheavy", *TINY, "--set", "input_pipeline=tfdata-service",
+            "--set", f"data_service={service.address}", "--set", "preprocess_repeats=2", "--set", f"cpus={cpus[0]}",
+            "--no-tracking", "--output-dir", str(tmp_path / "out"), cwd=tmp_path,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+    [path] = sorted((tmp_path / "out").rglob("result.json"))
+    prep = read_result(path).workload_info["preprocessing"]
+    assert prep["dispatcher"] == service.address and prep["workers"] == 1
+    assert [p["host"] for p in prep["producers"]] == [n for n in names if "worker" in n]
+    assert [p["cpus"] for p in prep["producers"]] == [[cpus[-1]]] and prep["trainer_cpus"] == [cpus[0]]
+    left = engine.containers.list(all=True, filters={"label": "org.trainbench.role=data-service"})
+    assert not [c for c in left if c.name in names], "the service containers are removed on exit"
+
+
+def test_container_service_names_a_missing_image(engine: Any) -> None:
+    service = ContainerService("trainbench-cpu:no-such-tag", ["0"], "0")
+    with pytest.raises(ImageMissingError, match="make images"), service:
+        pass
+
+
+def test_bench_mnist_checks_the_service_image_before_measuring(engine: Any, tmp_path: Path) -> None:
+    proc = trainbench(
+        "bench-mnist", "--service-image", "trainbench-cpu:no-such-tag", "--output-dir", str(tmp_path / "b"),
+        cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--service-image" in proc.stderr and "make images" in proc.stderr
+    assert not (tmp_path / "b").exists(), "nothing is measured when the service image is missing"
