@@ -404,6 +404,8 @@ def build_result(
     environment = dict(measurement.get("system", {}))
     if measurement.get("ranks"):
         environment["ranks"] = [rank_environment(m) for m in ranks]
+    if plan.placement:  # what each local rank was meant to get, beside the binding read back in "ranks"
+        environment["placement_plan"] = [{"local_rank": i, **slot} for i, slot in enumerate(plan.placement)]
     complete = bool(measurement.get("complete")) and all(m.get("complete") for m in ranks)
     error = measurement.get("error") or next((m["error"] for m in ranks if m.get("error")), None)
     summary = util_summary = diagnosis = cost = None
@@ -521,8 +523,10 @@ def _with_single_comparison(
     The comparison is skipped (scaling stays None, with a note in ``workload_info``)
     for multi-host runs, whose ranks' CPUs are not all on this host.
 
-    Raises:
-        RunError: the comparison run failed (the DDP result is kept as result-ddp-only.json).
+    If the comparison run fails or is interrupted, the run as a whole did not finish:
+    the returned result is ``incomplete`` (no summary, so no score), keeps the ranks'
+    measured steps, and its error says why (``interrupted ...`` for a signal, so the
+    caller exits 130 and MLflow marks the run KILLED; otherwise FAILED).
     """
     if config.launch.nnodes > 1:
         info = {**result.workload_info, "scaling_note": "no single-process comparison across hosts"}
@@ -533,8 +537,20 @@ def _with_single_comparison(
     measurement, single_plan, _ = launch_rank(single_config, single_dir, on_progress, opts.wrap)
     single = build_result(single_config, opts, measurement, single_plan, uuid.uuid4().hex)
     if single.summary is None or result.summary is None:
-        kept = write_result(result, run_dir / "result-ddp-only.json")
-        raise RunError(f"the single-process comparison failed: {single.error}. The DDP result is kept in {kept}")
+        why = single.error or "it gave no valid measurement"
+        error = why if why.startswith("interrupted") else f"the single-process comparison failed: {why}"
+        single_kept = write_result(single, single_dir / "result-incomplete.json")
+        return seal(
+            {
+                **result.model_dump(),
+                "status": "incomplete",
+                "error": f"{error} (its records: {single_kept})",
+                "summary": None,
+                "utilization_summary": None,
+                "diagnosis": None,
+                "cost": None,
+            }
+        )
     single_path = write_result(single, single_dir / "result.json")
     fields = scaling(result.summary, single.summary)
     return seal(

@@ -97,6 +97,12 @@ def _metrics(result: Result, now_ms: int) -> list[Metric]:
         if result.cost is not None:
             values["samples_per_dollar"] = result.cost.samples_per_dollar
             values["usd_per_hour"] = result.cost.usd_per_hour
+        if result.scaling is not None:  # issue 6: data-parallel vs one process on the same CPUs
+            sc = result.scaling
+            values["scaling_efficiency"] = sc.efficiency
+            values["scaling_efficiency_ci95_low"] = sc.efficiency_ci95_low
+            values["scaling_efficiency_ci95_high"] = sc.efficiency_ci95_high
+            values["single_process_throughput_samples_per_s"] = sc.single_throughput
         prep = result.workload_info.get("preprocessing") or {}  # issue 5: the input pipeline's cost and placement
         for key in ("cpu_ms_per_sample", "workers", "cores"):
             if isinstance(prep.get(key), int | float):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
+from mlflow.tracking import MlflowClient
 
 from harness.records import Phase
 from suite.results import read_result
@@ -39,9 +42,11 @@ TINY_DDP = [
 
 
 def test_ddp_run_combines_ranks_and_compares_with_one_process(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
     proc = trainbench(
-        "run", "numa-ddp", *TINY_DDP, "--output-dir", str(tmp_path / "o"), "--no-tracking", cwd=tmp_path, timeout=600
-    )
+        "run", "numa-ddp", *TINY_DDP, "--output-dir", str(tmp_path / "o"), "--tracking-uri", uri,
+        cwd=tmp_path, timeout=600,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr + proc.stdout
     [path] = [p for p in (tmp_path / "o").rglob("result.json") if "single-process" not in str(p)]
     r = read_result(path)
@@ -60,6 +65,8 @@ def test_ddp_run_combines_ranks_and_compares_with_one_process(tmp_path: Path) ->
     # each rank's binding was read back from the process itself
     bindings = {e["rank"]: e["binding"] for e in r.environment["ranks"]}
     assert bindings[0]["cpus_allowed"] == [0] and bindings[1]["cpus_allowed"] == [1]
+    # ... beside the plan it was meant to follow
+    assert [(p["local_rank"], p["cpus"]) for p in r.environment["placement_plan"]] == [(0, "0"), (1, "1")]
     assert all(e["omp_num_threads"] == "1" and e["torch_threads"] == 1 for e in r.environment["ranks"])
     # the built-in comparison: one process, both CPUs, global batch 4
     sc = r.scaling
@@ -68,6 +75,11 @@ def test_ddp_run_combines_ranks_and_compares_with_one_process(tmp_path: Path) ->
     assert single.digest == sc.single_digest and single.config.params["batch_size"] == 4
     assert single.environment["binding"]["cpus_allowed"] == [0, 1] and single.world_size == 1
     assert "scaling efficiency" in proc.stdout
+    exp = MlflowClient(tracking_uri=uri).get_experiment_by_name("numa-ddp")
+    assert exp is not None
+    [run] = MlflowClient(tracking_uri=uri).search_runs([exp.experiment_id])
+    assert run.data.metrics["scaling_efficiency"] == pytest.approx(sc.efficiency)
+    assert run.data.metrics["single_process_throughput_samples_per_s"] == pytest.approx(sc.single_throughput)
 
 
 def _ranks(run: subprocess.Popen[str]) -> dict[int, psutil.Process]:
@@ -129,4 +141,63 @@ def test_a_hung_rank_fails_the_run_within_the_stall_timeout(tmp_path: Path) -> N
     assert time.monotonic() - t0 < 60
     assert run.returncode == 1, stderr
     assert "killed as hung" in stderr
+    _no_orphans(tmp_path)
+
+
+def _start_with_comparison(tmp_path: Path, uri: str) -> subprocess.Popen[str]:
+    """A DDP run whose single-process comparison lasts at least 2 x 4 s (it is stopped in the tests)."""
+    args = [EXE, "run", "numa-ddp", *TINY_DDP, "--set", "measure_seconds=4", "--output-dir", str(tmp_path / "o")]
+    return subprocess.Popen(
+        [*args, "--tracking-uri", uri], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _wait_for_single_process(tmp_path: Path, run: subprocess.Popen[str]) -> psutil.Process:
+    """Block until the single-process comparison has recorded a step; return its rank process."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and run.poll() is None:
+        logs = list((tmp_path / "o").rglob("single-process/progress.jsonl"))
+        if logs and logs[0].read_text().strip():
+            for p in psutil.Process(run.pid).children(recursive=True):
+                if "workloads.rank" in " ".join(p.cmdline()):
+                    return p
+        time.sleep(0.2)
+    run.kill()
+    raise AssertionError(f"the single-process comparison never started: {run.communicate()}")
+
+
+def _comparison_outcome(tmp_path: Path, uri: str) -> tuple[Any, str]:
+    assert not list((tmp_path / "o").rglob("result.json")), "an unfinished comparison must not leave a valid result"
+    [kept] = [p for p in (tmp_path / "o").rglob("result-incomplete.json") if "single-process" not in str(p)]
+    result = read_result(kept)
+    assert result.status == "incomplete" and result.summary is None and result.scaling is None
+    assert {s.rank for s in result.steps} == {0, 1}, "the ranks' measured steps are kept"
+    exp = MlflowClient(tracking_uri=uri).get_experiment_by_name("numa-ddp")
+    assert exp is not None
+    [run] = MlflowClient(tracking_uri=uri).search_runs([exp.experiment_id])
+    return result, str(run.info.status)
+
+
+def test_interrupting_the_single_process_comparison_kills_the_whole_run(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    run = _start_with_comparison(tmp_path, uri)
+    _wait_for_single_process(tmp_path, run)
+    run.send_signal(signal.SIGINT)
+    _, stderr = run.communicate(timeout=90)
+    assert run.returncode == 130, stderr
+    result, status = _comparison_outcome(tmp_path, uri)
+    assert result.error is not None and result.error.startswith("interrupted")
+    assert status == "KILLED"
+    _no_orphans(tmp_path)
+
+
+def test_a_crashed_single_process_comparison_fails_the_run(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    run = _start_with_comparison(tmp_path, uri)
+    _wait_for_single_process(tmp_path, run).kill()
+    _, stderr = run.communicate(timeout=90)
+    assert run.returncode == 1, stderr
+    assert "the single-process comparison failed" in stderr and "killed by SIGKILL" in stderr
+    _, status = _comparison_outcome(tmp_path, uri)
+    assert status == "FAILED"
     _no_orphans(tmp_path)
