@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,14 @@ def jpeg_folder(tmp_path: Path) -> Path:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip tests marked ``gpu`` when no CUDA device is visible (they run on GPU hosts)."""
+    """Skip tests marked ``gpu`` when no CUDA device is visible (they run on GPU hosts), and
+    tests marked ``numactl`` when numactl is not installed, unless ``TRAINBENCH_REQUIRE_NUMACTL=1``
+    (``.ci/run`` sets it, so in CI a missing numactl fails them instead)."""
+    if shutil.which("numactl") is None and os.environ.get("TRAINBENCH_REQUIRE_NUMACTL") != "1":
+        skip_numa = pytest.mark.skip(reason="needs numactl to bind ranks to CPUs (apt-get install numactl)")
+        for item in items:
+            if item.get_closest_marker("numactl"):
+                item.add_marker(skip_numa)
     marked = [item for item in items if item.get_closest_marker("gpu")]
     if not marked:
         return

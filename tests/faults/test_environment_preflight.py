@@ -56,6 +56,7 @@ def test_gpu_workload_without_a_gpu(tmp_path: Path) -> None:
         preflight(config, RunOptions(tmp_path / "o", None))
 
 
+@pytest.mark.numactl
 def test_binding_to_existing_cpu_is_read_back(tmp_path: Path) -> None:
     from suite.results import read_result
     from tests.conftest import TINY_RUN

@@ -140,6 +140,7 @@ def test_trainer_container_reads_from_pinned_worker_containers(
 
 
 @pytest.mark.slow
+@pytest.mark.numactl
 def test_host_trainer_reads_from_a_container_service_pinned_to_another_cpu(
     offload_image: Any, engine: Any, tmp_path: Path
 ) -> None:

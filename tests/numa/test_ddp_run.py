@@ -18,6 +18,8 @@ from suite.results import read_result
 from tests.conftest import trainbench
 from tests.faults.helpers import EXE, wait_for_measurement
 
+pytestmark = pytest.mark.numactl
+
 if len(os.sched_getaffinity(0)) < 2:
     pytest.skip("two CPUs are needed for two pseudo-nodes", allow_module_level=True)
 
