@@ -178,10 +178,12 @@ def load_price_table(path: Path | None = None) -> PriceTable:
             ``table_version`` or an invalid entry. The message names the file and the problem.
     """
     path = DEFAULT_PRICE_TABLE_PATH if path is None else Path(path)
+    from suite.validation.files import FileProblem, read_config_text
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PriceTableError(f"cannot read price table {path}: {exc}") from exc
+        text = read_config_text(path)
+    except FileProblem as exc:
+        raise PriceTableError(f"cannot read price table {path}: {exc.message}; {exc.fix}") from exc
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -187,9 +187,13 @@ def load_spec(path: Path) -> WorkloadSpec:
         ConfigError: unreadable YAML, schema violation, a name that differs from the
             file name, an unknown workload, or a profile whose params are invalid.
     """
+    from suite.validation.files import FileProblem, read_config_text
+
     try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        raw = yaml.safe_load(read_config_text(path))
+    except FileProblem as exc:
+        raise ConfigError(f"{path}: cannot read spec: {exc.message}; {exc.fix}") from exc
+    except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: cannot read spec: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a spec must be a mapping, got {type(raw).__name__}")

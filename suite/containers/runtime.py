@@ -91,6 +91,32 @@ class DockerRunOptions:
         for m in self.mounts:
             if not m.exists():
                 raise ContainerError(f"--mount {m}: no such file or directory")
+            exposed = _engine_socket_under(m)
+            if exposed is not None:
+                raise ContainerError(
+                    f"--mount {m}: it would put the Docker engine's socket ({exposed}) inside the container, "
+                    "which gives the workload control of the host (a read-only mount does not prevent that); "
+                    "mount only the dataset directory"
+                )
+
+
+def _engine_socket_under(path: Path) -> Path | None:
+    """The engine's Unix socket if ``path`` is it, a socket, or a directory that contains it; else None.
+
+    The sockets checked: ``DOCKER_HOST`` when it is ``unix://...``, and /var/run/docker.sock
+    (both resolved, so /var/run -> /run is seen through).
+    """
+    host = os.environ.get("DOCKER_HOST", "")
+    candidates = {Path("/var/run/docker.sock").resolve()}
+    if host.startswith("unix://"):
+        candidates.add(Path(host.removeprefix("unix://")).resolve())
+    target = path.resolve()
+    if target.is_socket():
+        return target
+    for sock in candidates:
+        if sock.exists() and (sock == target or target in sock.parents):
+            return sock
+    return None
 
 
 def image_reference(name: str) -> str:

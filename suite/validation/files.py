@@ -19,6 +19,8 @@ MAX_SYSTEM_BYTES = 256 * 1024
 """Largest system description, bytes."""
 MAX_BANDS_BYTES = 2 * 1024 * 1024
 """Largest reference-band file, bytes."""
+MAX_CONFIG_BYTES = 1024 * 1024
+"""Largest workload spec, price table or rules file read (the committed ones are a few KiB)."""
 MAX_FILES = 20_000
 """Most files the validator looks at in one tree."""
 MAX_JSON_DEPTH = 64
@@ -188,3 +190,23 @@ def read_json(path: Path, limit: int) -> Any:
         FileProblem: any of the codes of those two functions.
     """
     return parse_json(read_bounded(path, limit))
+
+
+def read_config_text(path: Path, limit: int = MAX_CONFIG_BYTES) -> str:
+    """A config file (spec, price table) as UTF-8 text, at most ``limit`` bytes.
+
+    Unlike submission files, a config may be reached through a symbolic link (it is
+    resolved first); the target must still be a regular file within the limit.
+
+    Raises:
+        FileProblem: unreadable, not a regular file, oversized, or not UTF-8 (code ``not-utf8``).
+    """
+    try:
+        data = read_bounded(path.resolve(), limit)
+    except FileProblem as exc:
+        fix = "pass the intended config file (specs and price tables are a few KiB of YAML)"
+        raise FileProblem(exc.code, exc.message, fix) from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileProblem("not-utf8", f"not UTF-8 text: {exc}", "save the file as UTF-8") from exc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -165,6 +166,21 @@ def test_user_mapping_and_image_references() -> None:
 def test_bad_docker_options_are_refused_with_the_syntax(options: DockerRunOptions, message: str) -> None:
     with pytest.raises(ContainerError, match=message):
         options.validate()
+
+
+def test_mounting_the_engine_socket_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Docker socket goes into a workload's container, directly or through a parent directory."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    data = tmp_path / "data"
+    data.mkdir()
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(run_dir / "docker.sock"))
+        monkeypatch.setenv("DOCKER_HOST", f"unix://{run_dir / 'docker.sock'}")
+        for mount in (run_dir / "docker.sock", run_dir, tmp_path):
+            with pytest.raises(ContainerError, match="Docker engine's socket"):
+                DockerRunOptions(mounts=(mount,)).validate()
+        DockerRunOptions(mounts=(data,)).validate()  # a dataset directory is fine
 
 
 def test_gpu_dockerfile_shares_the_cpu_deps_stage() -> None:

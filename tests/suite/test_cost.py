@@ -364,3 +364,12 @@ def test_cost_to_dict_and_frozen() -> None:
     }
     with pytest.raises(AttributeError):
         cost.usd_per_hour = 1.0  # type: ignore[misc]
+
+
+def test_oversized_price_table_is_refused(tmp_path: Path) -> None:
+    from suite.validation.files import MAX_CONFIG_BYTES
+
+    path = tmp_path / "prices.yaml"
+    path.write_text("# padding\n" * (MAX_CONFIG_BYTES // 10 + 1))
+    with pytest.raises(PriceTableError, match=r"over the .*-byte limit"):
+        load_price_table(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,17 @@ def test_yaml_1_1_words_stay_strings_so_compile_off_works() -> None:
     config = resolve("resnet50-cpu", overrides=["compile=off", "channels_last=off"])
     assert config.params["compile"] == "off" and config.params["channels_last"] is False
     assert resolve("resnet50-cpu", overrides=["channels_last=yes"]).params["channels_last"] is True
+
+
+def test_oversized_or_special_spec_files_are_refused(tmp_path: Path) -> None:
+    from suite.validation.files import MAX_CONFIG_BYTES
+
+    big = tmp_path / "resnet50-cpu.yaml"
+    big.write_text("# padding\n" * (MAX_CONFIG_BYTES // 10 + 1))
+    with pytest.raises(ConfigError, match=r"over the .*-byte limit"):
+        load_spec(big)
+    fifo = tmp_path / "fifo" / "resnet50-cpu.yaml"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):  # refused at once, never blocks on the FIFO
+        load_spec(fifo)
