@@ -169,3 +169,75 @@ def test_price_table_loader(tmp_path: Path, data: st.DataObject) -> None:
     except PriceTableError:
         return
     assert all(e.usd_per_hour > 0 for e in table.entries)
+
+
+@FUZZ
+@given(data=st.data())
+def test_bands_loader(tmp_path: Path, data: st.DataObject) -> None:
+    """The committed bands file, one value replaced: a BandsError naming the file, or a band set that holds."""
+    from suite.validation.bands import BANDS_PATH, BandsError, load_bands
+
+    doc = yaml.safe_load(BANDS_PATH.read_text())
+    path = data.draw(st.sampled_from(_paths(doc)))
+    mutated = _set(doc, path, data.draw(JSON))
+    target = tmp_path / "bands.yaml"
+    target.write_text(yaml.safe_dump(mutated))
+    try:
+        bands = load_bands(target)
+    except BandsError as exc:
+        assert str(target) in str(exc)
+        return
+    for b in bands.bands:
+        assert b.value > 0 and (b.lower is None or -1 <= b.lower <= 0) and (b.upper is None or b.upper >= 0)
+        assert b.workload and b.system and b.unit
+
+
+SUBMITTED = Path(__file__).resolve().parents[2] / "submissions"
+SYSTEM_FILE = "trainbench/systems/epyc-zen4-2vcpu.json"
+
+
+@functools.cache
+def _rules_and_bands() -> tuple[Any, Any]:
+    from suite.validation.bands import load_bands
+    from suite.validation.rules import load_rules
+
+    return load_rules(), load_bands()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_system_description_through_the_validator(tmp_path: Path, data: st.DataObject) -> None:
+    """The committed submission with its system description damaged: findings on that file, never a crash.
+
+    Half the cases replace one value of the JSON document, the others write arbitrary bytes.
+    Whenever the damaged description no longer passes the SystemDescription model, the
+    validator must report an error on that file, so the submission cannot pass.
+    """
+    import shutil
+
+    from pydantic import ValidationError
+
+    from suite.validation.findings import Severity
+    from suite.validation.submission import validate_tree
+    from suite.validation.systems import SystemDescription
+
+    root = Path(shutil.copytree(SUBMITTED, tmp_path / "submissions"))
+    target = root / SYSTEM_FILE
+    doc = json.loads(target.read_text())
+    if data.draw(st.booleans()):
+        path = data.draw(st.sampled_from(_paths(doc)))
+        mutated = _set(doc, path, data.draw(JSON))
+        target.write_text(json.dumps(mutated))
+        try:
+            SystemDescription.model_validate(mutated)
+            model_ok = True
+        except ValidationError:
+            model_ok = False
+    else:
+        target.write_bytes(data.draw(st.binary(max_size=300)))
+        model_ok = False
+    rules, bands = _rules_and_bands()
+    report = validate_tree(root, rules, bands)
+    on_file = [f for f in report.findings if f.severity is Severity.ERROR and f.where.startswith(SYSTEM_FILE)]
+    if not model_ok:
+        assert on_file, "a broken system description must give an error finding on its file"

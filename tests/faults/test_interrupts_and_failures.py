@@ -88,16 +88,21 @@ def test_out_of_memory_fails_clearly(tmp_path: Path) -> None:
         "image_size=224",
         "--output-dir",
         str(tmp_path / "o"),
-        "--no-tracking",
+        "--tracking-uri",
+        f"sqlite:///{tmp_path / 'store.db'}",
         cwd=tmp_path,
     )
     assert proc.returncode == 1, proc.stderr
     assert "out of memory" in proc.stderr and "Lower batch_size" in proc.stderr
     _kept(tmp_path)
+    assert _mlflow_status(f"sqlite:///{tmp_path / 'store.db'}") == "FAILED"
 
 
 def test_dataloader_worker_crash_fails_the_run(tmp_path: Path) -> None:
-    run = start_run(tmp_path, "--set", "num_workers=1", "--set", "measure_seconds=600")
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    run = start_run(
+        tmp_path, "--set", "num_workers=1", "--set", "measure_seconds=600", tracking=["--tracking-uri", uri]
+    )
     wait_for_measurement(tmp_path)
     workers = rank_process(run).children()
     assert workers, "num_workers=1 must start a DataLoader worker process"
@@ -106,10 +111,12 @@ def test_dataloader_worker_crash_fails_the_run(tmp_path: Path) -> None:
     assert run.returncode == 1, stderr
     assert "DataLoader worker" in stderr
     assert len(read_result(_kept(tmp_path)).steps) >= 2
+    assert _mlflow_status(uri) == "FAILED"
 
 
 def test_dead_rank_is_reported_and_its_steps_rebuilt_from_the_log(tmp_path: Path) -> None:
-    run = start_run(tmp_path, "--set", "measure_seconds=600")
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    run = start_run(tmp_path, "--set", "measure_seconds=600", tracking=["--tracking-uri", uri])
     wait_for_measurement(tmp_path)
     rank_process(run).kill()
     _, stderr = run.communicate(timeout=60)
@@ -117,10 +124,14 @@ def test_dead_rank_is_reported_and_its_steps_rebuilt_from_the_log(tmp_path: Path
     assert "killed by SIGKILL" in stderr and "out-of-memory killer" in stderr
     result = read_result(_kept(tmp_path))
     assert len(result.steps) >= 2 and result.environment["cpu"]["logical_cores"] >= 1
+    assert _mlflow_status(uri) == "FAILED"
 
 
 def test_hung_rank_is_killed_after_the_stall_timeout(tmp_path: Path) -> None:
-    run = start_run(tmp_path, "--set", "measure_seconds=600", "--set", "stall_timeout_s=4")
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    run = start_run(
+        tmp_path, "--set", "measure_seconds=600", "--set", "stall_timeout_s=4", tracking=["--tracking-uri", uri]
+    )
     wait_for_measurement(tmp_path)
     rank = rank_process(run)
     rank.suspend()  # SIGSTOP: alive but making no progress
@@ -131,3 +142,4 @@ def test_hung_rank_is_killed_after_the_stall_timeout(tmp_path: Path) -> None:
     assert "killed as hung" in stderr
     assert not psutil.pid_exists(rank.pid) or rank.status() == psutil.STATUS_ZOMBIE
     assert len(read_result(_kept(tmp_path)).steps) >= 1
+    assert _mlflow_status(uri) == "FAILED"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,3 +117,61 @@ def test_two_runs_logging_to_one_sqlite_store_at_once(tmp_path: Path) -> None:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     for rid in _runs(uri):
         assert MlflowClient(tracking_uri=uri).get_run(rid).info.status == "FINISHED"
+
+
+LOGGER = """
+import sys, time
+from pathlib import Path
+from suite.results import read_result
+from suite.tracking import log_result
+path, uri, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+result = read_result(path)
+while not go.exists():
+    time.sleep(0.01)
+print(log_result(result, path, [], uri))
+"""
+
+
+def test_concurrent_writers_to_one_sqlite_store_all_land_whole(tmp_path: Path) -> None:
+    """Four processes released at the same instant each log a run into one new SQLite store."""
+    from suite.results import seal, write_result
+
+    proc = trainbench(
+        "run", "resnet50-cpu", *TINY_RUN, "--output-dir", str(tmp_path / "o"), "--no-tracking", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    [path] = list((tmp_path / "o").rglob("result.json"))
+    doc = read_result(path).model_dump(mode="json")
+    doc.pop("digest")
+    paths = []
+    for i in range(4):
+        doc["run_id"] = f"{i:032x}"  # four distinct results (the store keys runs by result id)
+        paths.append(write_result(seal(doc), tmp_path / f"result-{i}.json"))
+    uri = f"sqlite:///{tmp_path / 'shared.db'}"
+    go = tmp_path / "go"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", LOGGER, str(p), uri, str(go)],
+            cwd=Path(__file__).resolve().parents[2],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for p in paths
+    ]
+    time.sleep(8)  # let every writer import MLflow and wait at the line
+    go.touch()
+    ids = []
+    for w in writers:
+        out, err = w.communicate(timeout=300)
+        assert w.returncode == 0, err
+        ids.append(out.strip().splitlines()[-1])
+    assert sorted(ids) == sorted(_runs(uri)) and len(set(ids)) == 4
+    with sqlite3.connect(tmp_path / "shared.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    client = MlflowClient(tracking_uri=uri)
+    measured = len([s for s in read_result(paths[0]).steps if s.phase.value == "measurement"])
+    for rid in ids:
+        run = client.get_run(rid)
+        assert run.info.status == "FINISHED"
+        assert len(client.get_metric_history(rid, "step_time_s")) == measured  # every write landed
