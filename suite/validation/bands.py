@@ -78,6 +78,10 @@ class Citation(BaseModel):
     note: str | None = None
 
 
+MIN_MEASURED_RUNS = 5
+"""Runs a measured band must come from (``trainbench bands derive`` refuses fewer)."""
+
+
 class RunStats(BaseModel):
     """Statistics of the measured runs' metric values (in the band's unit)."""
 
@@ -108,7 +112,9 @@ class MeasuredRuns(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["measured"] = "measured"
-    runs: list[str] = Field(min_length=1)
+    runs: list[str] = Field(
+        min_length=MIN_MEASURED_RUNS, description="result digests; a measured band needs at least 5 runs (issue 4)"
+    )
     result_system: str
     stats: RunStats
     method: str = Field(min_length=1)

@@ -22,6 +22,7 @@ from suite.results import Result
 from suite.specs import LaunchConfig
 from suite.validation.bands import (
     METRIC_UNITS,
+    MIN_MEASURED_RUNS,
     BandsFile,
     MeasuredRuns,
     ReferenceBand,
@@ -32,7 +33,7 @@ from suite.validation.findings import Findings
 from suite.validation.result_checks import CheckContext, check_result, measurement_fingerprint
 from suite.validation.rules import flatten_config
 
-MIN_RUNS = 5
+MIN_RUNS = MIN_MEASURED_RUNS
 """Fewest runs a measured band may come from."""
 DEFAULT_MARGIN = 0.05
 """Fraction of the value added beyond the observed spread on each side."""
