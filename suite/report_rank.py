@@ -45,6 +45,10 @@ class RankRow:
         compliant: a submission without error findings (published rows count as compliant).
         runs: runs behind the figure.
         source: the band or submission directory the figure comes from.
+        comparable: the class of configs this figure may be compared with: every closed-division
+            figure of a workload is the official config; an open-division one is compared only
+            with figures that compute the same thing (batch size, precision, memory format, image
+            size, data), so a batch-16 run is never ranked against a batch-128 one.
     """
 
     workload: str
@@ -58,15 +62,40 @@ class RankRow:
     compliant: bool
     runs: int
     source: str
+    comparable: str = ""
 
 
 @dataclass(frozen=True)
 class Recommendation:
-    """The answer for one workload: the best compliant row by throughput and by samples per dollar."""
+    """The answer for one workload and one class of comparable configs (see :attr:`RankRow.comparable`):
+    the best compliant row by throughput and by samples per dollar."""
 
     workload: str
     for_throughput: RankRow
     for_cost: RankRow | None
+    comparable: str = ""
+
+
+CLOSED_CLASS = "closed division (the official config)"
+
+
+def comparable_class(division: str, computed: dict[str, Any]) -> str:
+    """The :attr:`RankRow.comparable` key of a figure.
+
+    Args:
+        division: ``closed`` or ``open``.
+        computed: the settings in :data:`suite.validation.submission.COMPUTED_PARAMS` that are known
+            (a published band lists them as ``params.<name>`` conditions); missing ones print as ``?``.
+    """
+    if division == "closed":
+        return CLOSED_CLASS
+    parts = [
+        f"batch {computed.get('batch_size', '?')}",
+        str(computed.get("precision", "?")) + (" + channels_last" if computed.get("channels_last") else ""),
+        f"{computed.get('image_size', '?')} px",
+        f"{computed.get('data', '?')} data",
+    ]
+    return "open: " + ", ".join(parts)
 
 
 def _short(setup: str, limit: int = 70) -> str:
@@ -101,6 +130,7 @@ def build_rows(report: ValidationReport, bands: BandsFile, include_published: bo
                 compliant=g.errors == 0,
                 runs=g.valid_runs,
                 source=g.where,
+                comparable=comparable_class(g.division, g.computed),
             )
         )
     if include_published:
@@ -121,6 +151,9 @@ def build_rows(report: ValidationReport, bands: BandsFile, include_published: bo
                     compliant=True,
                     runs=b.runs,
                     source=f"band {b.name}: {b.source.reference}",
+                    comparable=comparable_class(
+                        b.division, {k.removeprefix("params."): v for k, v in b.conditions.items()}
+                    ),
                 )
             )
     return rows
@@ -135,15 +168,20 @@ def by_workload(rows: list[RankRow]) -> dict[str, list[RankRow]]:
 
 
 def recommend(rows: list[RankRow]) -> list[Recommendation]:
-    """Per workload, the compliant row with the highest samples/s and the one with the most samples per dollar."""
+    """Per workload and class of comparable configs, the compliant row with the highest samples/s and
+    the one with the most samples per dollar (figures of different configs are never compared)."""
     out = []
     for workload, group in by_workload(rows).items():
-        ok = [r for r in group if r.compliant]
-        if not ok:
-            continue
-        priced = [r for r in ok if r.samples_per_dollar is not None]
-        best_cost = max(priced, key=lambda r: r.samples_per_dollar or 0.0) if priced else None
-        out.append(Recommendation(workload, max(ok, key=lambda r: r.throughput), best_cost))
+        classes: dict[str, list[RankRow]] = {}
+        for r in group:
+            classes.setdefault(r.comparable, []).append(r)
+        for comparable, members in sorted(classes.items()):
+            ok = [r for r in members if r.compliant]
+            if not ok:
+                continue
+            priced = [r for r in ok if r.samples_per_dollar is not None]
+            best_cost = max(priced, key=lambda r: r.samples_per_dollar or 0.0) if priced else None
+            out.append(Recommendation(workload, max(ok, key=lambda r: r.throughput), best_cost, comparable))
     return out
 
 
@@ -158,7 +196,8 @@ def _label(r: RankRow) -> str:
 def recommendation_text(rec: Recommendation) -> str:
     """The answer in words."""
     t = rec.for_throughput
-    text = f"{rec.workload}: for throughput choose {_label(t)}, {t.throughput:.4g} samples/s"
+    scope = f"{rec.workload}, {rec.comparable}" if rec.comparable else rec.workload
+    text = f"{scope}: for throughput choose {_label(t)}, {t.throughput:.4g} samples/s"
     if rec.for_cost is not None:
         c = rec.for_cost
         text += f"; for cost choose {_label(c)}, {c.samples_per_dollar:,.0f} samples per dollar at ${c.usd_per_hour}/h"
@@ -275,6 +314,7 @@ def to_json(rows: list[RankRow]) -> dict[str, Any]:
         "recommendations": [
             {
                 "workload": rec.workload,
+                "comparable": rec.comparable,
                 "throughput": asdict(rec.for_throughput),
                 "cost": asdict(rec.for_cost) if rec.for_cost else None,
                 "text": recommendation_text(rec),

@@ -108,6 +108,7 @@ class GroupOutcome:
     verdict: str | None
     errors: int = 0
     config_summary: str = ""
+    computed: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the band by name and range)."""
@@ -569,10 +570,16 @@ def _groups(walk: _Walk) -> list[GroupOutcome]:
             verdict=None,
         )
         g.config_summary = config_summary(first)
+        g.computed = {k: first.config.params[k] for k in COMPUTED_PARAMS if k in first.config.params}
         names = desc.band_names() if desc is not None else [system]
         _band_check(walk, g, names, flatten_config(first.config))
         out.append(g)
     return out
+
+
+COMPUTED_PARAMS = ("batch_size", "precision", "channels_last", "image_size", "data")
+"""Settings that change what a ResNet-style step computes (not how fast it is executed); an
+open-division figure is comparable only with one that has the same values."""
 
 
 def config_summary(result: Result) -> str:

@@ -166,7 +166,11 @@ def test_report_ranks_renders_a_chart_and_logs_to_mlflow(real_runs: RealRuns, tm
         env={"COLUMNS": "200"},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "for throughput choose g5.2xlarge (published)" in proc.stdout
+    said = " ".join(proc.stdout.split())
+    # recommendations compare like with like: the published batch-128 fp32 figures among themselves,
+    # and the tiny submitted config (batch 2, 64 px) only with itself
+    assert "open: batch 128, fp32, 224 px, synthetic data: for throughput choose g5.2xlarge (published)" in said
+    assert "open: batch 2, " in said and "for throughput choose test-box (submitted)" in said
     assert SYSTEM in proc.stdout
     png = (out / "report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
@@ -175,6 +179,7 @@ def test_report_ranks_renders_a_chart_and_logs_to_mlflow(real_runs: RealRuns, tm
     data = json.loads((out / "report.json").read_text())
     rows = [r for r in data["rows"] if r["system"] == SYSTEM]
     assert len(rows) == 1 and rows[0]["band_status"] == "inside"
+    assert rows[0]["comparable"].startswith("open: batch 2, ")
     assert rows[0]["samples_per_dollar"] == pytest.approx(rows[0]["throughput"] * 3600 / PRICE)
     c7i = [r for r in data["rows"] if r["system"] == "c7i.2xlarge"]
     assert c7i and all(r["usd_per_hour"] == 0.357 for r in c7i)  # priced from the price table
