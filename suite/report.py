@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from suite.results import Result
@@ -17,13 +17,16 @@ class LiveProgress:
     """A rich progress line fed by the rank's progress events.
 
     Shows the repeat, the window, the step and the live throughput: samples/s over
-    the last 5 steps, and over the current measurement window so far.
+    the last 5 steps, and over the current measurement window so far. The bar is the
+    current window's progress towards its end: the lesser of steps / minimum steps and
+    seconds / minimum seconds (a window ends when both minimums are met).
     """
 
     def __init__(self, config: RunConfig, console: Console) -> None:
         self.config = config
         self.progress = Progress(
             SpinnerColumn(),
+            BarColumn(bar_width=20),
             TextColumn("{task.description}"),
             TimeElapsedColumn(),
             console=console,
@@ -56,8 +59,13 @@ class LiveProgress:
         win = self.window_samples / max(self.window_seconds, 1e-9)
         w = self.config.windows
         need = w.warmup_steps if key[1] == "warmup" else w.measure_steps
+        need_s = w.warmup_seconds if key[1] == "warmup" else w.measure_seconds
+        steps_done = int(event["index"]) + 1
+        fraction = min(steps_done / max(need, 1), self.window_seconds / need_s if need_s > 0 else 1.0, 1.0)
         self.progress.update(
             self.task,
+            total=1.0,
+            completed=fraction,
             description=(
                 f"repeat {key[0] + 1}/{w.repeats} {key[1]:<11} step {int(event['index']) + 1:>3} (min {need})  "
                 f"[bold]{rate:8.2f} samples/s[/bold] last 5 steps, {win:8.2f} this window"
