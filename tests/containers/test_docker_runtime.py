@@ -100,26 +100,17 @@ def test_docker_run_writes_the_result_and_mlflow_run_on_the_host(engine: Any, cp
     assert not _leftover_containers(engine, out), "the container must be removed after the run"
 
 
+def _tiny_docker_run(cwd: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``trainbench run resnet50-cpu`` (tiny settings plus ``extra``) in the container, untracked."""
+    args = ["run", "resnet50-cpu", *TINY_RUN, *extra, "--runtime", "docker", "--output-dir", str(out), "--no-tracking"]
+    return trainbench(*args, cwd=cwd, timeout=600)
+
+
 def test_a_failure_inside_the_container_propagates_its_exit_code(engine: Any, cpu_image: Any, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     out = tmp_path / "o"
-    proc = trainbench(
-        "run",
-        "resnet50-cpu",
-        *TINY_RUN,
-        "--set",
-        "data=imagefolder",
-        "--set",
-        f"data_dir={empty}",
-        "--runtime",
-        "docker",
-        "--output-dir",
-        str(out),
-        "--no-tracking",
-        cwd=tmp_path,
-        timeout=600,
-    )
+    proc = _tiny_docker_run(tmp_path, out, "--set", "data=imagefolder", "--set", f"data_dir={empty}")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "not a usable ImageFolder" in proc.stderr
     [kept] = sorted(out.rglob("result-incomplete.json"))
@@ -132,24 +123,7 @@ def test_a_failure_inside_the_container_propagates_its_exit_code(engine: Any, cp
 def test_out_of_memory_inside_the_container_is_named(engine: Any, cpu_image: Any, tmp_path: Path) -> None:
     """A real OOM kill under ``--memory``: docker reports 137 (128 + SIGKILL), the runner says why."""
     out = tmp_path / "o"
-    proc = trainbench(
-        "run",
-        "resnet50-cpu",
-        *TINY_RUN,
-        "--set",
-        "batch_size=32",
-        "--set",
-        "image_size=224",
-        "--runtime",
-        "docker",
-        "--memory",
-        "700m",
-        "--output-dir",
-        str(out),
-        "--no-tracking",
-        cwd=tmp_path,
-        timeout=600,
-    )
+    proc = _tiny_docker_run(tmp_path, out, "--set", "batch_size=32", "--set", "image_size=224", "--memory", "700m")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     text = " ".join(proc.stderr.split())
     assert "exited with code 137 (128 + SIGKILL" in text and "out-of-memory killer" in text, text

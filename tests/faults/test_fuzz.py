@@ -138,14 +138,18 @@ def test_overrides_either_resolve_or_fail_clearly(items: list[tuple[str, str]]) 
     assert config.params["batch_size"] >= 1 and config.windows.measure_steps >= 1
 
 
+def _mutated_yaml(source: Path, target: Path, data: st.DataObject) -> None:
+    """Write ``source`` (a YAML file) to ``target`` with one value, at a drawn place, replaced by drawn JSON."""
+    doc = yaml.safe_load(source.read_text())
+    path = data.draw(st.sampled_from(_paths(doc)))
+    target.write_text(yaml.safe_dump(_set(doc, path, data.draw(JSON))))
+
+
 @FUZZ
 @given(data=st.data())
 def test_spec_loader(tmp_path: Path, data: st.DataObject) -> None:
-    doc = yaml.safe_load((SPECS_DIR / "resnet50-cpu.yaml").read_text())
-    path = data.draw(st.sampled_from(_paths(doc)))
-    mutated = _set(doc, path, data.draw(JSON))
     target = tmp_path / "resnet50-cpu.yaml"
-    target.write_text(yaml.safe_dump(mutated))
+    _mutated_yaml(SPECS_DIR / "resnet50-cpu.yaml", target, data)
     try:
         spec = load_spec(target)
     except ConfigError as exc:
@@ -159,11 +163,8 @@ def test_spec_loader(tmp_path: Path, data: st.DataObject) -> None:
 def test_price_table_loader(tmp_path: Path, data: st.DataObject) -> None:
     from suite.cost import DEFAULT_PRICE_TABLE_PATH
 
-    doc = yaml.safe_load(DEFAULT_PRICE_TABLE_PATH.read_text())
-    path = data.draw(st.sampled_from(_paths(doc)))
-    mutated = _set(doc, path, data.draw(JSON))
     target = tmp_path / "prices.yaml"
-    target.write_text(yaml.safe_dump(mutated))
+    _mutated_yaml(DEFAULT_PRICE_TABLE_PATH, target, data)
     try:
         table = load_price_table(target)
     except PriceTableError:
@@ -177,11 +178,8 @@ def test_bands_loader(tmp_path: Path, data: st.DataObject) -> None:
     """The committed bands file, one value replaced: a BandsError naming the file, or a band set that holds."""
     from suite.validation.bands import BANDS_PATH, BandsError, load_bands
 
-    doc = yaml.safe_load(BANDS_PATH.read_text())
-    path = data.draw(st.sampled_from(_paths(doc)))
-    mutated = _set(doc, path, data.draw(JSON))
     target = tmp_path / "bands.yaml"
-    target.write_text(yaml.safe_dump(mutated))
+    _mutated_yaml(BANDS_PATH, target, data)
     try:
         bands = load_bands(target)
     except BandsError as exc:
