@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,18 @@ def jpeg_folder(tmp_path: Path) -> Path:
             pixels = rng.integers(0, 256, size=(60, 80, 3), dtype=np.uint8)
             Image.fromarray(pixels).save(root / cls / f"{i}.jpg", format="JPEG", quality=85)
     return root
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Let the runs the tests start receive SIGINT even when the test session itself ignores it.
+
+    A shell without job control starts background commands (``make test &``, ``nohup``)
+    with SIGINT ignored, and children inherit an ignored signal across exec, so the
+    tests that interrupt a run with SIGINT would wait for a run that never hears it.
+    A handler (unlike SIG_IGN) is reset to the default action in a child.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

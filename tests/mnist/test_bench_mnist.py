@@ -37,7 +37,12 @@ def test_a_signal_stops_the_benchmark_and_writes_what_was_measured(tmp_path: Pat
     children = psutil.Process(run.pid).children(recursive=True)
     t0 = time.monotonic()
     run.send_signal(sig)
-    stdout, stderr = run.communicate(timeout=90)
+    try:
+        stdout, stderr = run.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        for p in [psutil.Process(run.pid), *children]:  # leave nothing running behind a failed test
+            p.kill()
+        raise
     assert time.monotonic() - t0 < 60
     assert run.returncode == 130, stdout + stderr
     assert "part 2" not in stdout, "an interrupted benchmark must not go on to its next part"
