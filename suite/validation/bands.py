@@ -295,7 +295,10 @@ def parse_bands(raw: Any, where: str, specs_dir: Path = SPECS_DIR) -> BandsFile:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
         raise BandsError(f"{where}: invalid bands file: {problems}") from exc
-    check_conditions(bands, specs_dir)
+    try:
+        check_conditions(bands, specs_dir)
+    except BandsError as exc:
+        raise BandsError(f"{where}: {exc}") from exc
     return bands
 
 

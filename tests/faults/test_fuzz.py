@@ -219,23 +219,33 @@ def test_system_description_through_the_validator(tmp_path: Path, data: st.DataO
     from suite.validation.submission import validate_tree
     from suite.validation.systems import SystemDescription
 
-    root = Path(shutil.copytree(SUBMITTED, tmp_path / "submissions"))
-    target = root / SYSTEM_FILE
-    doc = json.loads(target.read_text())
-    if data.draw(st.booleans()):
-        path = data.draw(st.sampled_from(_paths(doc)))
-        mutated = _set(doc, path, data.draw(JSON))
-        target.write_text(json.dumps(mutated))
-        try:
-            SystemDescription.model_validate(mutated)
-            model_ok = True
-        except ValidationError:
-            model_ok = False
-    else:
-        target.write_bytes(data.draw(st.binary(max_size=300)))
-        model_ok = False
     rules, bands = _rules_and_bands()
-    report = validate_tree(root, rules, bands)
+    # a fresh tree per example (tmp_path is shared by all the examples of one test): the system
+    # description and the five quick-profile results it describes
+    with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
+        root = Path(tmp) / "submissions"
+        shutil.copytree(SUBMITTED / "trainbench" / "systems", root / "trainbench" / "systems")
+        results = root / "trainbench" / "results" / "epyc-zen4-2vcpu" / "resnet50-cpu"
+        results.mkdir(parents=True)
+        for n in range(1, 6):
+            shutil.copy(
+                SUBMITTED / "trainbench" / "results" / "epyc-zen4-2vcpu" / "resnet50-cpu" / f"result_{n}.json", results
+            )
+        target = root / SYSTEM_FILE
+        doc = json.loads(target.read_text())
+        if data.draw(st.booleans()):
+            path = data.draw(st.sampled_from(_paths(doc)))
+            mutated = _set(doc, path, data.draw(JSON))
+            target.write_text(json.dumps(mutated))
+            try:
+                SystemDescription.model_validate(mutated)
+                model_ok = True
+            except ValidationError:
+                model_ok = False
+        else:
+            target.write_bytes(data.draw(st.binary(max_size=300)))
+            model_ok = False
+        report = validate_tree(root, rules, bands)
     on_file = [f for f in report.findings if f.severity is Severity.ERROR and f.where.startswith(SYSTEM_FILE)]
     if not model_ok:
         assert on_file, "a broken system description must give an error finding on its file"
