@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 import click
 import yaml
@@ -14,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from suite import __version__
-from suite.console import console, fail
+from suite.console import console, fail, stop_on_sigterm
 from suite.containers.cli import RuntimeRequest, images, runtime_options
 from suite.containers.errors import ContainerError
 from suite.cost import PriceTableError, load_price_table
@@ -28,10 +26,6 @@ from suite.specs import ConfigError, load_specs, resolve
 @click.version_option(__version__, prog_name="trainbench")
 def main() -> None:
     """trainbench: reproducible training-throughput benchmarks (samples/s and samples per dollar)."""
-
-
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 @main.command()
@@ -108,7 +102,7 @@ def run(
         region=region,
         wrap=wrap,
     )
-    signal.signal(signal.SIGTERM, _sigterm)
+    stop_on_sigterm()
     if sweep:
         from suite.sweep_cli import run_sweep_command
 

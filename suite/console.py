@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+from types import FrameType
 from typing import NoReturn
 
 from rich.console import Console
@@ -30,3 +32,13 @@ def fail(message: str, code: int = 2) -> NoReturn:
 def warn(message: str) -> None:
     """Print ``warning: message`` to stderr (escaped)."""
     err.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM stop this command the way Ctrl-C does (a KeyboardInterrupt in the main thread),
+    so a run or benchmark stopped by a supervisor keeps what it measured and cleans up."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 import click
 
-from suite.console import console, fail
+from suite.console import console, fail, stop_on_sigterm
 
 
 @click.group()
@@ -95,10 +93,6 @@ def worker(dispatcher_address: str, port: int, advertise: str | None, cpus: str 
         fail(str(exc))
 
 
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 @click.command("bench-mnist")
 @click.option("--repeats", "chain_repeats", type=click.IntRange(0, 64), default=4, show_default=True,
               help="preprocess_repeats of the heavy chain.")  # fmt: skip
@@ -138,7 +132,7 @@ def bench_mnist(
         except ContainerError as exc:
             fail(f"--service-image: {exc}")
     settings = BenchSettings(chain_repeats, batch_size, steps, seconds, runs, image)
-    signal.signal(signal.SIGTERM, _sigterm)  # SIGTERM stops it as Ctrl-C does: points kept, services removed
+    stop_on_sigterm()  # points/steps measured are kept, services removed
     try:
         code = main(settings, output_dir.resolve(), console)
     except DataServiceError as exc:
