@@ -1,11 +1,14 @@
-"""The CLI's consoles and its one way to fail: a clear message and a non-zero exit."""
+"""The CLI's consoles: results on stdout, errors and warnings on stderr (escaped: no rich markup
+from paths, log lines or user input).
+
+Commands do not exit on errors themselves: they raise a :class:`suite.errors.TrainbenchError`,
+which ``suite.commands`` prints with :func:`error` and maps to its exit status.
+"""
 
 from __future__ import annotations
 
 import signal
-import sys
 from types import FrameType
-from typing import NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,12 +24,6 @@ def error(message: str) -> None:
     ``[...]`` is text, not rich markup.
     """
     err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True)
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    """Print ``error: message`` (see :func:`error`) and exit with ``code``."""
-    error(message)
-    sys.exit(code)
 
 
 def warn(message: str) -> None:

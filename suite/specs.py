@@ -2,7 +2,12 @@
 
 A spec names a registered workload, the image it runs in, and profiles. A profile
 fixes the windows, the workload's params and the launch environment. Overrides
-``key=value`` are applied on top and the result is validated before anything starts.
+``key=value`` are applied on top and the result (a :class:`suite.config.RunConfig`) is
+validated before anything starts.
+
+A launch setting belongs to some launchers only (:mod:`suite.config`). One set with
+``--set`` that the run's launcher does not have is an error; one the profile sets for its
+own launcher is left out when an override or the workload's engine picks another launcher.
 """
 
 from __future__ import annotations
@@ -14,7 +19,33 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from suite.config import (
+    LAUNCHERS,
+    InlineLaunch,
+    LaunchBase,
+    LaunchConfig,
+    RunConfig,
+    WindowsConfig,
+    default_launcher,
+    launch_keys,
+)
+from suite.errors import BadInput
+from suite.files import FileProblem, read_config_text
 from workloads import registry
+
+__all__ = [
+    "SPECS_DIR",
+    "SPEC_VERSION",
+    "ConfigError",
+    "Profile",
+    "RunConfig",
+    "WindowsConfig",
+    "WorkloadSpec",
+    "get_spec",
+    "load_spec",
+    "load_specs",
+    "resolve",
+]
 
 SPECS_DIR = Path(__file__).resolve().parent.parent / "workloads" / "specs"
 """Where the official workload specs live (versioned with the code)."""
@@ -22,93 +53,8 @@ SPECS_DIR = Path(__file__).resolve().parent.parent / "workloads" / "specs"
 SPEC_VERSION = 1
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput, ValueError):
     """A spec, profile or override that cannot give a valid run; the message says what to change."""
-
-
-class WindowsConfig(BaseModel):
-    """Warm-up and measurement windows (each ends when BOTH minimums are met)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    warmup_steps: int = Field(ge=1, description="minimum warm-up steps")
-    warmup_seconds: float = Field(ge=0, allow_inf_nan=False, description="minimum warm-up seconds")
-    measure_steps: int = Field(ge=1, description="minimum measured steps")
-    measure_seconds: float = Field(ge=0, allow_inf_nan=False, description="minimum measured seconds")
-    repeats: int = Field(1, ge=1, le=1000, description="warm-up + measurement pairs")
-    sampler_interval_s: float = Field(0.5, gt=0, le=60, allow_inf_nan=False, description="utilization sampling period")
-
-
-class LaunchConfig(BaseModel):
-    """How the rank process is started: launcher, allocator and OpenMP settings.
-
-    ``None`` leaves a setting to the library default (and to the caller's environment).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    launcher: Literal["inline", "run_cpu", "torchrun", "horovodrun"] = "inline"
-    allocator: Literal["default", "jemalloc", "tcmalloc"] = "default"
-    malloc_conf: str | None = Field(None, description="MALLOC_CONF for jemalloc")
-    omp_num_threads: int | None = Field(None, ge=1)
-    kmp_blocktime: int | None = Field(None, ge=0)
-    kmp_affinity: str | None = None
-    omp_proc_bind: str | None = None
-    omp_places: str | None = None
-    cpus: str | None = Field(
-        None, pattern=r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$", description="cpulist to bind the rank to, e.g. 0-3,8"
-    )
-    numa_nodes: str | None = Field(
-        None, pattern=r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$", description="NUMA nodes for CPUs and memory, e.g. 0"
-    )
-    topology: str | None = Field(
-        None,
-        pattern=r"^[0-9,-]+(@[0-9,-]+)?(;[0-9,-]+(@[0-9,-]+)?)*$",
-        description="torchrun: NUMA nodes to use instead of sysfs's, as cpulists separated by ';', each "
-        "optionally @memory-nodes, e.g. '0;1' = two pseudo-nodes of one core each",
-    )
-    nnodes: int = Field(1, ge=1, description="torchrun: number of hosts")
-    nproc_per_node: int | None = Field(
-        None,
-        ge=1,
-        le=1024,
-        description="torchrun/horovodrun: ranks on this host, unbound (e.g. one per GPU); torchrun without it "
-        "places one rank per NUMA node; horovodrun without it starts one rank per visible GPU, or 1",
-    )
-    hosts: str | None = Field(
-        None,
-        pattern=r"^[A-Za-z0-9_.-]+:[0-9]+(,[A-Za-z0-9_.-]+:[0-9]+)*$",
-        description="horovodrun: -H host:slots,... (default localhost:nproc_per_node); other hosts are "
-        "reached over ssh by horovodrun and must hold the same image or checkout",
-    )
-    rdzv_endpoint: str | None = Field(None, description="torchrun: host:port of the c10d rendezvous (nnodes > 1)")
-    rdzv_id: str = Field("trainbench", pattern=r"^[A-Za-z0-9_.-]+$", description="torchrun: rendezvous id")
-    compare_single: bool = Field(
-        True,
-        description="torchrun with NUMA placement: also measure one process on all cores with the same global batch",
-    )
-    memory_limit_mb: int | None = Field(
-        None, ge=256, description="address-space limit (RLIMIT_AS) of the rank, MiB; exceeding it is an OOM error"
-    )
-    startup_timeout_s: float = Field(
-        1800.0,
-        gt=0,
-        allow_inf_nan=False,
-        description="seconds from launch to the first finished step (imports, model build, compilation) before "
-        "a rank counts as hung",
-    )
-    stall_timeout_s: float = Field(
-        600.0,
-        gt=0,
-        allow_inf_nan=False,
-        description="seconds between two finished steps before a rank counts as hung",
-    )
-
-    @field_validator("cpus", "numa_nodes", mode="before")
-    @classmethod
-    def _single_id(cls, value: object) -> object:
-        """Accept a bare id (``--set numa_nodes=1`` parses as an int) as a one-element list."""
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class Profile(BaseModel):
@@ -119,7 +65,12 @@ class Profile(BaseModel):
     description: str = ""
     windows: WindowsConfig
     params: dict[str, Any] = Field(default_factory=dict)
-    launch: LaunchConfig = Field(default_factory=LaunchConfig)
+    launch: LaunchConfig = Field(default_factory=InlineLaunch)
+
+    @field_validator("launch", mode="before")
+    @classmethod
+    def _launch_default(cls, value: object) -> object:
+        return default_launcher(value)
 
 
 class WorkloadSpec(BaseModel):
@@ -137,45 +88,6 @@ class WorkloadSpec(BaseModel):
     profiles: dict[str, Profile]
 
 
-class RunConfig(BaseModel):
-    """A fully resolved run: spec + profile + overrides, validated."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    workload: str
-    profile: str
-    image: str
-    requires_gpu: bool = False
-    windows: WindowsConfig
-    params: dict[str, Any]
-    launch: LaunchConfig
-    overrides: list[str]
-
-    def job(self) -> dict[str, Any]:
-        """The job file the rank process reads (``workloads.rank``)."""
-        job: dict[str, Any] = {
-            "workload": self.workload,
-            "params": self.params,
-            "windows": self.windows.model_dump(exclude={"sampler_interval_s"}),
-            "sampler_interval_s": self.windows.sampler_interval_s,
-        }
-        if self.launch.memory_limit_mb is not None:
-            job["memory_limit_bytes"] = self.launch.memory_limit_mb * 2**20
-        return job
-
-    def flat_params(self) -> dict[str, str]:
-        """Every setting as ``section.key -> str`` (for MLflow params)."""
-        out: dict[str, str] = {"profile": self.profile}
-        for section, values in (
-            ("params", self.params),
-            ("windows", self.windows.model_dump()),
-            ("launch", self.launch.model_dump()),
-        ):
-            for k, v in values.items():
-                out[f"{section}.{k}"] = str(v)
-        return out
-
-
 def _errors(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
 
@@ -187,8 +99,6 @@ def load_spec(path: Path) -> WorkloadSpec:
         ConfigError: unreadable YAML, schema violation, a name that differs from the
             file name, an unknown workload, or a profile whose params are invalid.
     """
-    from suite.validation.files import FileProblem, read_config_text
-
     try:
         raw = yaml.safe_load(read_config_text(path))
     except FileProblem as exc:
@@ -255,11 +165,12 @@ def _parse_override(item: str) -> tuple[str, Any]:
     return key, value
 
 
-def _apply(doc: dict[str, Any], key: str, value: Any, param_keys: set[str]) -> None:
+def _apply(doc: dict[str, Any], key: str, value: Any, param_keys: set[str]) -> tuple[str, str]:
+    """Set ``key`` (``setting`` or ``section.setting``) in ``doc``; returns ``(section, setting)``."""
     sections = {
         "params": param_keys,
         "windows": set(WindowsConfig.model_fields),
-        "launch": set(LaunchConfig.model_fields),
+        "launch": set(launch_keys()),
     }
     if "." in key:
         section, _, field = key.partition(".")
@@ -278,6 +189,7 @@ def _apply(doc: dict[str, Any], key: str, value: Any, param_keys: set[str]) -> N
             f"--set {key}: {section} has no setting {field!r}; valid: {', '.join(sorted(sections[section]))}"
         )
     doc.setdefault(section, {})[field] = value
+    return section, field
 
 
 def resolve(
@@ -286,8 +198,9 @@ def resolve(
     """Spec + profile + overrides -> a validated :class:`RunConfig`.
 
     Raises:
-        ConfigError: unknown workload or profile, malformed or unknown override,
-            or values that the windows, launch or workload params schema refuse.
+        ConfigError: unknown workload or profile, malformed or unknown override, a launch
+            setting given with ``--set`` that the run's launcher does not have, or values
+            that the windows, launch or workload params schema refuse.
     """
     spec = get_spec(name, directory)
     pname = profile or spec.default_profile
@@ -295,16 +208,20 @@ def resolve(
         raise ConfigError(f"workload {name!r} has no profile {pname!r}; profiles: {', '.join(sorted(spec.profiles))}")
     entry = registry.get(spec.workload)
     doc = copy.deepcopy(spec.profiles[pname].model_dump())
+    explicit: set[str] = set()
     for item in overrides or []:
         key, value = _parse_override(item)
-        _apply(doc, key, value, set(entry.params_model.model_fields))
+        section, field = _apply(doc, key, value, set(entry.params_model.model_fields))
+        if section == "launch":
+            explicit.add(field)
+    where = f"{name} ({pname})"
     try:
         windows = WindowsConfig.model_validate(doc["windows"])
-        launch = LaunchConfig.model_validate(doc["launch"])
         params = entry.params_model.model_validate(doc["params"])
     except ValidationError as exc:
-        raise ConfigError(f"invalid configuration for {name} ({pname}): {_errors(exc)}") from exc
-    launch = _launcher_for_engine(launch, params, overrides or [], f"{name} ({pname})")
+        raise ConfigError(f"invalid configuration for {where}: {_errors(exc)}") from exc
+    launcher = _launcher_for_engine(str(doc["launch"]["launcher"]), params, "launcher" in explicit, where)
+    launch = _launch_variant(doc["launch"], launcher, explicit, where)
     return RunConfig(
         workload=spec.workload,
         profile=pname,
@@ -317,7 +234,40 @@ def resolve(
     )
 
 
-def _launcher_for_engine(launch: LaunchConfig, params: BaseModel, overrides: list[str], where: str) -> LaunchConfig:
+def _launch_variant(values: dict[str, Any], launcher: str, explicit: set[str], where: str) -> LaunchBase:
+    """``values`` as the variant of ``launcher``.
+
+    Settings the profile gave for its own launcher that ``launcher`` lacks are left out
+    (the override or the engine chose another launcher); such a setting given with
+    ``--set`` is an error.
+
+    Raises:
+        ConfigError: an unknown launcher, an explicit setting the launcher lacks, or a
+            value its variant refuses.
+    """
+    variant = LAUNCHERS.get(launcher)
+    if variant is None:
+        names = [repr(n) for n in LAUNCHERS]
+        valid = f"{', '.join(names[:-1])} or {names[-1]}"
+        raise ConfigError(f"invalid configuration for {where}: launcher: Input should be {valid}")
+    owners = launch_keys()
+    foreign = sorted(k for k in values if k not in variant.model_fields)
+    given = [k for k in foreign if k in explicit]
+    if given:
+        key = given[0]
+        raise ConfigError(
+            f"invalid configuration for {where}: --set {key} applies to launcher="
+            f"{' or '.join(owners.get(key, []))} only, and this run's launcher is {launcher}; "
+            f"drop {key} or set launcher={owners[key][0] if owners.get(key) else launcher}"
+        )
+    kept = {k: v for k, v in values.items() if k in variant.model_fields}
+    try:
+        return variant.model_validate({**kept, "launcher": launcher})
+    except ValidationError as exc:
+        raise ConfigError(f"invalid configuration for {where}: {_errors(exc)}") from exc
+
+
+def _launcher_for_engine(launcher: str, params: BaseModel, explicit: bool, where: str) -> str:
     """The launcher a workload's engine needs (params with a ``launcher()`` method, e.g. ``engine``).
 
     ``--set engine=ddp`` switches the profile's launcher to torchrun; a launcher set
@@ -328,15 +278,14 @@ def _launcher_for_engine(launch: LaunchConfig, params: BaseModel, overrides: lis
     """
     needed = getattr(params, "launcher", None)
     if not callable(needed):
-        return launch
+        return launcher
     want = str(needed())
-    if launch.launcher == want:
-        return launch
-    explicit = any(o.partition("=")[0].strip() in ("launcher", "launch.launcher") for o in overrides)
+    if launcher == want:
+        return launcher
     if explicit:
         engine = getattr(params, "engine", "?")
         raise ConfigError(
             f"invalid configuration for {where}: engine={engine} is started by launcher={want}, "
-            f"not {launch.launcher}; drop the launcher override or set launcher={want}"
+            f"not {launcher}; drop the launcher override or set launcher={want}"
         )
-    return launch.model_copy(update={"launcher": want})
+    return want

@@ -21,6 +21,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.tracking import MlflowClient
 
 from harness.records import Phase
+from suite.errors import TrackingError as TrackingError  # defined there so catching it needs no MLflow
 from suite.results import Result
 
 DEFAULT_DB = "mlflow.db"
@@ -36,10 +37,6 @@ os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
 PARAM_MAX = 6000  # MLflow's limit on a param value's length
 BATCH_METRICS = 1000  # MLflow's limit on metrics per log_batch call
-
-
-class TrackingError(RuntimeError):
-    """MLflow could not record the run (the result file is kept regardless)."""
 
 
 def default_tracking_uri(cwd: Path | None = None) -> str:

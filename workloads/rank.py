@@ -5,9 +5,10 @@ horovodrun or inside a container) as::
 
     python -m workloads.rank --job job.json --out measurement.json [--progress progress.jsonl]
 
-The job file holds ``workload``, ``params``, ``windows`` and optionally
-``memory_limit_bytes`` (an address-space limit, RLIMIT_AS, so a run that needs too
-much memory fails with a clear error instead of waking the kernel's OOM killer).
+It writes a :class:`workloads.measurement.RankMeasurement`. The job file holds
+``workload``, ``params``, ``windows`` and optionally ``memory_limit_bytes`` (an
+address-space limit, RLIMIT_AS, so a run that needs too much memory fails with a clear
+error instead of waking the kernel's OOM killer).
 
 Nothing measured is lost:
 - the progress file is a write-ahead log: one JSON step record per line, flushed
@@ -46,6 +47,7 @@ from harness.sampler import UtilizationSampler
 from harness.system import capture_system, parse_cpulist
 from harness.windows import WindowError, plan_from_mapping
 from workloads import registry
+from workloads.measurement import RankMeasurement
 
 
 class Interrupted(BaseException):
@@ -132,7 +134,7 @@ def launcher_rank() -> tuple[int, int]:
 
 
 def gather_ranks(out: dict[str, Any], rank: int, world: int, workload: Any = None) -> list[dict[str, Any]] | None:
-    """All ranks' measurements on rank 0 (None elsewhere).
+    """All ranks' measurements (:meth:`RankMeasurement.to_json` form) on rank 0 (None elsewhere).
 
     Uses the workload's ``all_gather(obj) -> list`` when it has one (e.g. Horovod's
     ``allgather_object``), else ``torch.distributed.all_gather_object`` over the
@@ -156,12 +158,6 @@ def gather_ranks(out: dict[str, Any], rank: int, world: int, workload: Any = Non
     return gathered if rank == 0 else None
 
 
-def _write_json(path: Path, obj: dict[str, Any]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, allow_nan=False))
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one rank; see the module docstring for arguments and exit codes."""
     ap = argparse.ArgumentParser(prog="python -m workloads.rank")
@@ -175,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out = _rank_path(args.out, rank)
     if args.progress is not None:
         args.progress = _rank_path(args.progress, rank)
-    out: dict[str, Any] = {"rank": rank, "world_size": world, "complete": False, "error": None}
+    out = RankMeasurement(rank=rank, world_size=world)
     try:
         job = json.loads(args.job.read_text())
         if job.get("placement"):
@@ -188,9 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         if memory_limit is not None:
             _limit_memory(int(memory_limit))
     except (OSError, ValueError, KeyError, TypeError, RuntimeError, ValidationError, WindowError) as exc:
-        out["error"] = f"bad job file {args.job}: {exc}"
-        _write_json(args.out, out)
-        print(out["error"], file=sys.stderr)
+        out.error = f"bad job file {args.job}: {exc}"
+        out.write(args.out)
+        print(out.error, file=sys.stderr)
         return 2
 
     signal.signal(signal.SIGTERM, _on_signal)
@@ -203,9 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         workload = entry.factory(params)
         describe = getattr(workload, "describe", None)
-        out["workload_info"] = describe() if callable(describe) else {}
-        out["system"] = capture_system()
-        _write_json(args.out, {**out, "steps": [], "windows": []})  # "still running": env kept if the rank dies
+        out.workload_info = describe() if callable(describe) else {}
+        out.system = capture_system()
+        out.write(args.out)  # "still running": the environment is kept if the rank dies
         if args.progress is not None:
             progress = args.progress.open("a", buffering=1)
 
@@ -217,30 +213,31 @@ def main(argv: list[str] | None = None) -> int:
         sampler = UtilizationSampler(interval, origin=origin).start()
         run_plan(workload, plan, measurement, origin=origin, on_step=on_step, rank=rank)
     except (KeyboardInterrupt, Interrupted) as exc:
-        out["error"] = f"interrupted ({exc or 'SIGINT'}) after {len(measurement.steps)} steps"
+        out.error = f"interrupted ({exc or 'SIGINT'}) after {len(measurement.steps)} steps"
         traceback.print_exc()
         code = 130
     except Exception as exc:
-        out["error"] = describe_error(exc)
+        out.error = describe_error(exc)
         traceback.print_exc()
         code = 1
     finally:
         if sampler is not None:
-            out["utilization"] = [s.to_dict() for s in sampler.stop()]
+            out.utilization = sampler.stop()
         if progress is not None:
             progress.close()
-        out["complete"] = measurement.complete and code == 0
-        out["steps"] = [s.to_dict() for s in measurement.steps]
-        out["windows"] = [w.to_dict() for w in measurement.windows]
-        _write_json(args.out, out)
+        out.complete = measurement.complete and code == 0
+        out.steps = list(measurement.steps)
+        out.windows = list(measurement.windows)
+        out.write(args.out)
     if world > 1 and code == 0:
         try:
-            gathered = gather_ranks(out, rank, world, workload)
+            gathered = gather_ranks(out.to_json(), rank, world, workload)
             if gathered is not None:
-                _write_json(args.out, {**out, "ranks": gathered})
+                ranks = [RankMeasurement.model_validate(m) for m in gathered]
+                out.model_copy(update={"ranks": ranks}).write(args.out)
         except Exception as exc:  # a rank died after its loop: rank 0's own record stays, marked incomplete
-            out.update(complete=False, error=f"gathering the ranks' records failed: {exc}")
-            _write_json(args.out, out)
+            out.complete, out.error = False, f"gathering the ranks' records failed: {exc}"
+            out.write(args.out)
             code = 1
     shutdown = getattr(workload, "shutdown", None)
     if callable(shutdown):
@@ -253,8 +250,8 @@ def main(argv: list[str] | None = None) -> int:
 
         if dist.is_initialized():
             dist.destroy_process_group()
-    if out["error"]:
-        print(out["error"], file=sys.stderr)
+    if out.error:
+        print(out.error, file=sys.stderr)
     return code
 
 

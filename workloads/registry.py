@@ -6,13 +6,9 @@ silently drops a benchmark).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from workloads.entry import WorkloadEntry
 
-from pydantic import BaseModel
-
-from harness.workload import Workload
+__all__ = ["UnknownWorkloadError", "WorkloadEntry", "get", "names", "register"]
 
 
 class UnknownWorkloadError(KeyError):
@@ -20,22 +16,6 @@ class UnknownWorkloadError(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
-
-
-@dataclass(frozen=True)
-class WorkloadEntry:
-    """A registered workload.
-
-    Attributes:
-        name: registry key, e.g. ``"resnet50-cpu"``.
-        params_model: pydantic model that validates the workload's parameters.
-        factory: builds the workload from validated parameters (imports heavy
-            libraries lazily, so listing workloads stays fast).
-    """
-
-    name: str
-    params_model: type[BaseModel]
-    factory: Callable[[Any], Workload]
 
 
 _REGISTRY: dict[str, WorkloadEntry] = {}

@@ -8,8 +8,9 @@
 - :mod:`suite.containers.base`: an offline Debian base image (debootstrap + ``docker import``).
 - :mod:`suite.containers.runtime`: ``trainbench run --runtime docker``: the rank's
   command inside ``docker run``, with the run directory mounted at the same path.
-- :mod:`suite.containers.cli`: the ``trainbench images`` command group and the
-  ``--runtime`` options of ``trainbench run``.
+
+Their commands are ``suite.commands.images`` (``trainbench images``) and the ``--runtime``
+options of ``suite.commands.options``.
 
 ``harness/`` and ``workloads/`` never import this package.
 """

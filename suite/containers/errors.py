@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from suite.errors import TrainbenchError
 
-class ContainerError(RuntimeError):
+
+class ContainerError(TrainbenchError, RuntimeError):
     """A container operation that cannot go ahead; the message says what to do.
 
     Attributes:

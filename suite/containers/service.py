@@ -25,7 +25,7 @@ from harness.system import parse_cpulist
 from suite.containers.engine import connect
 from suite.containers.errors import ContainerError
 from suite.containers.runtime import ImageMissingError
-from suite.data_service import READY
+from suite.datasets.service import READY
 
 DISPATCHER_PORT = 5050
 """The dispatcher's port inside its container (published on a free loopback port)."""

@@ -9,7 +9,7 @@ band carries its source: a citation of a published figure, or the digests of the
 it was measured from.
 
 The bands live in a versioned YAML file, ``submissions/bands.yaml`` (JSON Schema:
-``suite/schemas/bands-v1.schema.json``).
+``suite/schemas/bands-v1.schema.json``), read and written by :mod:`suite.validation.bands_file`.
 """
 
 from __future__ import annotations
@@ -20,13 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from suite.errors import BadInput
 from suite.provenance import PROJECT_ROOT
-from suite.specs import SPECS_DIR, ConfigError, load_specs, resolve
-from suite.validation.files import MAX_BANDS_BYTES, FileProblem, read_bounded
-from suite.validation.rules import flatten_config
 
 BANDS_VERSION = 1
 BANDS_PATH = PROJECT_ROOT / "submissions" / "bands.yaml"
@@ -41,18 +38,8 @@ Metric = Literal["throughput", "samples_per_dollar"]
 Verdict = Literal["below", "inside", "above"]
 Scalar = str | int | float | bool | None
 
-BANDS_HEADER = """\
-# trainbench reference bands (bands_version 1). Schema: suite/schemas/bands-v1.schema.json.
-#
-# A band: value, lower/upper as fractions of value (lower in [-1, 0], upper >= 0, null =
-# unbounded), an optional absolute floor, the unit, the number of runs behind the value,
-# the config conditions it applies to, and its source (a citation, or measured runs with
-# their digests). Measured bands are written by `trainbench bands derive`; keep comments
-# out of this file (it is rewritten), and put notes in each band's source.
-"""
 
-
-class BandsError(ValueError):
+class BandsError(BadInput, ValueError):
     """The bands file is unreadable or invalid; the message says what to change."""
 
 
@@ -241,123 +228,6 @@ class BandsFile(BaseModel):
                 )
             keys[band.key()] = band.name
         return self
-
-
-def _config_keys(specs_dir: Path) -> dict[str, set[str]]:
-    """``spec name -> the flattened config keys`` of its default profile."""
-    out: dict[str, set[str]] = {}
-    for name, spec in load_specs(specs_dir).items():
-        out[name] = set(flatten_config(resolve(name, spec.default_profile, [], directory=specs_dir)))
-    return out
-
-
-def check_conditions(bands: BandsFile, specs_dir: Path = SPECS_DIR) -> None:
-    """Every band names a known workload and only settings that workload has.
-
-    A misspelt condition would make a band silently apply to nothing, so it is an error.
-
-    Raises:
-        BandsError: an unknown workload or condition key (the message lists the valid ones).
-    """
-    try:
-        keys = _config_keys(specs_dir)
-    except ConfigError as exc:
-        raise BandsError(f"cannot load the workload specs to check the bands: {exc}") from exc
-    for band in bands.bands:
-        if band.workload not in keys:
-            raise BandsError(
-                f"band {band.name!r}: unknown workload {band.workload!r}; valid: {', '.join(sorted(keys))}"
-            )
-        unknown = sorted(set(band.conditions) - keys[band.workload])
-        if unknown:
-            raise BandsError(
-                f"band {band.name!r}: unknown condition key(s) {', '.join(unknown)}; valid keys: "
-                f"{', '.join(sorted(keys[band.workload]))}"
-            )
-
-
-def parse_bands(raw: Any, where: str, specs_dir: Path = SPECS_DIR) -> BandsFile:
-    """Check already-loaded YAML content as a bands file.
-
-    Raises:
-        BandsError: the content does not fit :class:`BandsFile`, or names unknown
-            workloads or settings.
-    """
-    if not isinstance(raw, dict):
-        raise BandsError(f"{where}: a bands file must be a mapping with bands_version and bands")
-    if raw.get("bands_version") != BANDS_VERSION:
-        raise BandsError(
-            f"{where}: bands_version {raw.get('bands_version')!r} is not supported; this trainbench reads "
-            f"bands_version {BANDS_VERSION}"
-        )
-    try:
-        bands = BandsFile.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
-        raise BandsError(f"{where}: invalid bands file: {problems}") from exc
-    try:
-        check_conditions(bands, specs_dir)
-    except BandsError as exc:
-        raise BandsError(f"{where}: {exc}") from exc
-    return bands
-
-
-def load_bands(path: Path = BANDS_PATH, specs_dir: Path = SPECS_DIR) -> BandsFile:
-    """Read the bands file (size-limited, ``yaml.safe_load``) and check it.
-
-    Raises:
-        BandsError: missing, oversized or unparseable file, or invalid content.
-    """
-    if not path.exists():
-        raise BandsError(f"{path}: no bands file; pass --bands FILE (the committed one is submissions/bands.yaml)")
-    try:
-        raw = yaml.safe_load(read_bounded(path, MAX_BANDS_BYTES).decode("utf-8"))
-    except FileProblem as exc:
-        raise BandsError(f"{path}: {exc.message}") from exc
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise BandsError(f"{path}: cannot parse the bands file: {exc}") from exc
-    return parse_bands(raw, str(path), specs_dir)
-
-
-def write_bands(bands: BandsFile, path: Path) -> Path:
-    """Write the bands file as YAML (with :data:`BANDS_HEADER`), atomically; returns ``path``."""
-    body = yaml.safe_dump(
-        bands.model_dump(mode="json", exclude_none=False), sort_keys=False, allow_unicode=True, width=100
-    )
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(BANDS_HEADER + body)
-    tmp.replace(path)
-    return path
-
-
-def find_band(
-    bands: BandsFile,
-    workload: str,
-    division: str,
-    systems: Sequence[str],
-    metric: str,
-    flat_config: dict[str, Any],
-) -> ReferenceBand | None:
-    """The band for a set of runs, or None.
-
-    Args:
-        systems: the names the runs' system goes by, most specific first (system name,
-            system class, instance type); a band for an earlier name wins.
-        flat_config: the runs' config from :func:`suite.validation.rules.flatten_config`.
-
-    Among the bands that apply, the one for the most specific system name wins, then
-    the one with the most conditions.
-    """
-    best: tuple[int, int, ReferenceBand] | None = None
-    for band in bands.bands:
-        if band.workload != workload or band.division != division or band.metric != metric:
-            continue
-        if band.system not in systems or not band.applies_to(flat_config):
-            continue
-        rank = (systems.index(band.system), -len(band.conditions))
-        if best is None or rank < best[:2]:
-            best = (*rank, band)
-    return best[2] if best else None
 
 
 def score(values: Sequence[float], method: str) -> float:

@@ -16,10 +16,13 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 from suite import __version__
-from suite.results import Result
-from suite.specs import LaunchConfig
+from suite.config import LAUNCHERS
+from suite.errors import BadInput
+from suite.results import Result, ResultError, read_result
+from suite.rules import flatten_config
 from suite.validation.bands import (
     METRIC_UNITS,
     MIN_MEASURED_RUNS,
@@ -31,7 +34,6 @@ from suite.validation.bands import (
 )
 from suite.validation.findings import Findings
 from suite.validation.result_checks import CheckContext, check_result, measurement_fingerprint
-from suite.validation.rules import flatten_config
 
 MIN_RUNS = MIN_MEASURED_RUNS
 """Fewest runs a measured band may come from."""
@@ -39,8 +41,20 @@ DEFAULT_MARGIN = 0.05
 """Fraction of the value added beyond the observed spread on each side."""
 
 
-class DeriveError(ValueError):
+class DeriveError(BadInput, ValueError):
     """The runs cannot give a band; the message says why and what to do."""
+
+
+def read_runs(paths: Sequence[Path]) -> list[tuple[str, Result]]:
+    """``(path, result)`` of each result file a band is to be derived from.
+
+    Raises:
+        DeriveError: a file cannot be read or fails its checks (``suite.results.read_result``).
+    """
+    try:
+        return [(str(p), read_result(p)) for p in paths]
+    except ResultError as exc:
+        raise DeriveError(str(exc)) from exc
 
 
 def _metric(result: Result, metric: str) -> float:
@@ -62,7 +76,8 @@ def open_conditions(result: Result) -> dict[str, object]:
     setting that differs from its default (an untouched default is left free, so a
     launch option added to the suite later does not orphan the band).
     """
-    defaults = {f"launch.{k}": f.default for k, f in LaunchConfig.model_fields.items()}
+    variant = LAUNCHERS[result.config.launch.launcher]
+    defaults = {f"launch.{k}": f.default for k, f in variant.model_fields.items()}
     return {
         key: value
         for key, value in flatten_config(result.config).items()

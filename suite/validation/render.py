@@ -9,7 +9,7 @@ from rich.table import Table
 
 from suite import __version__
 from suite.validation.findings import Finding, Findings, Severity
-from suite.validation.submission import ValidationReport
+from suite.validation.outcomes import ValidationReport
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 _ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}

@@ -11,28 +11,26 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from suite.results import Result
+from suite.errors import BadInput
+from suite.files import FileProblem, parse_json, read_bounded, read_json
+from suite.results import Result, ResultError, load_document
 from suite.specs import load_specs
-from suite.validation.files import (
-    MAX_RESULT_BYTES,
-    MAX_SYSTEM_BYTES,
-    FileProblem,
-    parse_json,
-    read_bounded,
-    read_json,
-)
 from suite.validation.findings import Findings
 from suite.validation.result_checks import CheckContext, check_result, measurement_fingerprint, parse_result
-from suite.validation.submission import RESULT_NAME
 from suite.validation.systems import SYSTEM_NAME_PATTERN, SystemDescription, inconsistencies, price_matches
+from suite.validation.tree import RESULT_NAME
 
 
-class SubmitError(ValueError):
-    """Nothing was copied; ``findings`` says why."""
+class SubmitError(BadInput, ValueError):
+    """Nothing was copied; ``findings`` says why.
+
+    Exit status 1 when the results have error findings, 2 for bad input (a name, a
+    missing or invalid system description).
+    """
 
     def __init__(self, message: str, findings: Findings | None = None) -> None:
-        super().__init__(message)
         self.findings = findings or Findings()
+        super().__init__(message, exit_code=1 if len(self.findings) else None)
 
 
 @dataclass
@@ -63,9 +61,8 @@ def _existing(target: Path) -> tuple[int, set[str], set[str]]:
             continue
         high = max(high, int(m.group(1)))
         try:
-            doc = read_json(p, MAX_RESULT_BYTES)
-            result = Result.model_validate(doc)
-        except (FileProblem, ValueError):
+            result = load_document(read_json(p), check_digest=False)
+        except (FileProblem, ResultError):
             continue  # the validator reports a broken file already in the tree
         digests.add(result.digest)
         prints.add(measurement_fingerprint(result))
@@ -78,7 +75,7 @@ def _system(root: Path, submitter: str, system: str, new: SystemDescription | No
         if new is not None:
             raise SubmitError(f"{path} exists already; drop --describe-system or edit the file")
         try:
-            return SystemDescription.model_validate(read_json(path, MAX_SYSTEM_BYTES)), False
+            return SystemDescription.model_validate(read_json(path)), False
         except (FileProblem, ValueError) as exc:
             raise SubmitError(f"{path}: invalid system description: {exc}") from exc
     if new is None:
@@ -126,7 +123,7 @@ def submit_results(
         try:
             if path.is_symlink():
                 path = path.resolve()
-            data = read_bounded(path, MAX_RESULT_BYTES)
+            data = read_bounded(path)
             doc = parse_json(data)
         except FileProblem as exc:
             findings.error(exc.code, where, exc.message, exc.fix)

@@ -9,6 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from suite.containers.docker_args import (
+    DockerRunOptions,
+    container_command,
+    docker_run_command,
+    image_reference,
+    run_as,
+)
 from suite.containers.errors import ContainerError
 from suite.containers.images import (
     IMAGES,
@@ -19,14 +26,7 @@ from suite.containers.images import (
     oci_metadata,
     with_parents,
 )
-from suite.containers.runtime import (
-    DockerRunOptions,
-    container_command,
-    docker_run_command,
-    image_reference,
-    run_as,
-)
-from suite.launch import plan_launch
+from suite.run.launch import plan_launch
 from suite.specs import load_specs, resolve
 from tests.conftest import REPO
 
@@ -46,7 +46,12 @@ def test_image_order_puts_parents_first_and_unknown_names_list_the_valid_ones() 
 
 def test_cpu_context_holds_the_sources_and_no_caches() -> None:
     names = [n for n, _ in context_files(get_image("trainbench-cpu"), REPO)]
-    assert {"containers/cpu/Dockerfile", "containers/requirements.lock", "pyproject.toml", "suite/cli.py"} <= set(names)
+    assert {
+        "containers/cpu/Dockerfile",
+        "containers/requirements.lock",
+        "pyproject.toml",
+        "suite/commands/__init__.py",
+    } <= set(names)
     assert "workloads/rank.py" in names and "harness/loop.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or n.startswith(("tests/", ".venv"))]
     gpu = [n for n, _ in context_files(get_image("trainbench-gpu"), REPO)]

@@ -274,7 +274,7 @@ def test_imagefolder_preprocessed_on_a_tf_data_service_of_another_tensorflow(
     """The image's TensorFlow 2.15 client reads batches from the suite's tf.data service (the host's
     TensorFlow, 2.21 in the dev environment): the two versions' service protocol and the pipeline's ops agree."""
     pytest.importorskip("tensorflow", reason="the host's tf.data service needs trainbench's offload extra")
-    from suite.data_service import LocalService
+    from suite.datasets.service import LocalService
 
     with LocalService([None], tmp_path / "service") as service:
         result, raw = _run_tf(

@@ -19,11 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suite.cost import PriceTableError, load_price_table
-from suite.launch import LaunchPlan
 from suite.results import ResultError, compute_digest, read_result, write_result
-from suite.runner import RunOptions, build_result
+from suite.run.assemble import build_result
+from suite.run.launch import LaunchPlan
+from suite.run.options import RunOptions
 from suite.specs import SPECS_DIR, ConfigError, load_spec, resolve
 from tests.suite.test_results import _measurement
+from workloads.measurement import RankMeasurement
 
 JSON = st.recursive(
     st.none()
@@ -44,7 +46,7 @@ def _valid_text() -> str:
         result = build_result(
             config,
             RunOptions(Path(tmp), None, price_per_hour=1.0),
-            _measurement(),
+            RankMeasurement.model_validate(_measurement()),
             LaunchPlan(command=["python"]),
             "cd" * 16,
         )
@@ -176,7 +178,8 @@ def test_price_table_loader(tmp_path: Path, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_bands_loader(tmp_path: Path, data: st.DataObject) -> None:
     """The committed bands file, one value replaced: a BandsError naming the file, or a band set that holds."""
-    from suite.validation.bands import BANDS_PATH, BandsError, load_bands
+    from suite.validation.bands import BANDS_PATH, BandsError
+    from suite.validation.bands_file import load_bands
 
     target = tmp_path / "bands.yaml"
     _mutated_yaml(BANDS_PATH, target, data)
@@ -196,8 +199,8 @@ SYSTEM_FILE = "trainbench/systems/epyc-zen4-2vcpu.json"
 
 @functools.cache
 def _rules_and_bands() -> tuple[Any, Any]:
-    from suite.validation.bands import load_bands
-    from suite.validation.rules import load_rules
+    from suite.rules import load_rules
+    from suite.validation.bands_file import load_bands
 
     return load_rules(), load_bands()
 
@@ -216,8 +219,8 @@ def test_system_description_through_the_validator(tmp_path: Path, data: st.DataO
     from pydantic import ValidationError
 
     from suite.validation.findings import Severity
-    from suite.validation.submission import validate_tree
     from suite.validation.systems import SystemDescription
+    from suite.validation.tree import validate_tree
 
     rules, bands = _rules_and_bands()
     # a fresh tree per example (tmp_path is shared by all the examples of one test): the system

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from suite.outbox import pending
 from suite.results import read_result
+from suite.run.outbox import pending
 from suite.tracking import log_result
 from tests.conftest import TINY_RUN, trainbench
 from tests.faults.helpers import EXE, MlflowServer, start_run, wait_for_measurement

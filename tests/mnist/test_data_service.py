@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from suite.data_service import LocalService
+from suite.datasets.service import LocalService
 from suite.results import read_result
 from tests.conftest import trainbench
 from tests.mnist.test_runs import TINY

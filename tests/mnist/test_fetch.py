@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from suite.datasets import MNIST_FILES
+from suite.datasets.fetch import MNIST_FILES
 from tests.conftest import trainbench
 from tests.mnist.idxfiles import mnist_arrays, write_split
 from workloads.mnist_dataheavy.mnist import load_mnist

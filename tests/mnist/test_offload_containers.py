@@ -19,7 +19,7 @@ import pytest
 
 from suite.containers.runtime import ImageMissingError
 from suite.containers.service import ContainerService
-from suite.data_service import READY
+from suite.datasets.service import READY
 from suite.results import read_result
 from tests.conftest import trainbench
 from tests.containers.conftest import _skip_or_fail, cpu_image, engine

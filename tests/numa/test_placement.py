@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from suite.placement import PlacementError, placement
+from suite.run.placement import PlacementError, placement
 
 TWO_SOCKETS: list[dict[str, object]] = [
     {"node": 0, "cpus": [0, 1, 2, 3], "memory_bytes": 2**34},

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from suite.bench_gpu import peak_tflops, utilization
+from suite.bench.gpu import peak_tflops, utilization
 from tests.conftest import trainbench
 
 

@@ -367,9 +367,10 @@ def test_cost_to_dict_and_frozen() -> None:
 
 
 def test_oversized_price_table_is_refused(tmp_path: Path) -> None:
-    from suite.validation.files import MAX_CONFIG_BYTES
+    from suite.files import MAX_FILE_BYTES
 
     path = tmp_path / "prices.yaml"
-    path.write_text("# padding\n" * (MAX_CONFIG_BYTES // 10 + 1))
+    with path.open("wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk used
     with pytest.raises(PriceTableError, match=r"over the .*-byte limit"):
         load_price_table(path)

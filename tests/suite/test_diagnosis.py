@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from suite.diagnosis import diagnose
+from suite.run.diagnosis import diagnose
 
 
 def test_verdicts() -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from suite import launch
-from suite.specs import LaunchConfig
+from suite.config import InlineLaunch
+from suite.run import allocators, launch
 
 BUFFER_BYTES = 64 * 1024 * 1024
 CYCLES = 8
@@ -41,7 +41,7 @@ print(json.dumps({{"faults_per_cycle": (after - before) / {CYCLES}}}))
 
 def _faults_per_cycle(malloc_conf: str | None) -> float:
     plan = launch.plan_launch(
-        LaunchConfig(allocator="jemalloc", malloc_conf=malloc_conf), Path("j"), Path("o"), base_env={}
+        InlineLaunch(allocator="jemalloc", malloc_conf=malloc_conf), Path("j"), Path("o"), base_env={}
     )
     env = {**os.environ, **plan.env_set}
     out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True, timeout=60)
@@ -50,14 +50,14 @@ def _faults_per_cycle(malloc_conf: str | None) -> float:
 
 @pytest.fixture(autouse=True)
 def _needs_jemalloc() -> None:
-    if launch.find_library(launch.ALLOCATORS["jemalloc"][0]) is None:
+    if allocators.find_library(allocators.ALLOCATORS["jemalloc"][0]) is None:
         pytest.skip("libjemalloc.so.2 not installed (apt-get install libjemalloc2)")
 
 
 def test_default_jemalloc_conf_reuses_pages_that_run_cpu_conf_purges() -> None:
     pages = BUFFER_BYTES / os.sysconf("SC_PAGE_SIZE")
     ours = _faults_per_cycle(None)
-    run_cpus = _faults_per_cycle(launch.RUN_CPU_JEMALLOC_CONF)
+    run_cpus = _faults_per_cycle(allocators.RUN_CPU_JEMALLOC_CONF)
     # run_cpu's conf: the huge arena purges on free, so every page faults in again.
     assert run_cpus > 0.5 * pages, run_cpus
     # trainbench's default: the freed buffer stays mapped and is reused as it is.
@@ -65,7 +65,7 @@ def test_default_jemalloc_conf_reuses_pages_that_run_cpu_conf_purges() -> None:
 
 
 def test_explicit_malloc_conf_wins_over_the_default() -> None:
-    plan = launch.plan_launch(LaunchConfig(allocator="jemalloc", malloc_conf="narenas:1"), Path("j"), Path("o"))
+    plan = launch.plan_launch(InlineLaunch(allocator="jemalloc", malloc_conf="narenas:1"), Path("j"), Path("o"))
     assert plan.env_set["MALLOC_CONF"] == "narenas:1"
-    plan = launch.plan_launch(LaunchConfig(allocator="jemalloc"), Path("j"), Path("o"), base_env={})
-    assert plan.env_set["MALLOC_CONF"] == launch.JEMALLOC_CONF
+    plan = launch.plan_launch(InlineLaunch(allocator="jemalloc"), Path("j"), Path("o"), base_env={})
+    assert plan.env_set["MALLOC_CONF"] == allocators.JEMALLOC_CONF

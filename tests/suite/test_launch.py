@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from suite import launch
-from suite.specs import LaunchConfig
+from suite.config import InlineLaunch, RunCpuLaunch
+from suite.run import allocators, launch
 
 
 def test_default_launch_sets_nothing() -> None:
-    plan = launch.plan_launch(LaunchConfig(), Path("j.json"), Path("o.json"), base_env={})
+    plan = launch.plan_launch(InlineLaunch(), Path("j.json"), Path("o.json"), base_env={})
     assert plan.env_set == {}
     assert plan.command == [sys.executable, "-m", "workloads.rank", "--job", "j.json", "--out", "o.json"]
 
 
 def test_openmp_settings_become_environment() -> None:
-    cfg = LaunchConfig(
+    cfg = InlineLaunch(
         omp_num_threads=2,
         kmp_blocktime=1,
         kmp_affinity="granularity=fine,compact,1,0",
@@ -37,11 +37,11 @@ def test_openmp_settings_become_environment() -> None:
 
 @pytest.mark.parametrize("name", ["jemalloc", "tcmalloc"])
 def test_allocator_is_preloaded_ahead_of_existing_preload(name: str) -> None:
-    soname = launch.ALLOCATORS[name][0]
-    if launch.find_library(soname) is None:
+    soname = allocators.ALLOCATORS[name][0]
+    if allocators.find_library(soname) is None:
         pytest.skip(f"{soname} not installed")
     env = launch.plan_launch(
-        LaunchConfig(allocator=name), Path("j"), Path("o"), base_env={"LD_PRELOAD": "/x/libother.so"}
+        InlineLaunch(allocator=name), Path("j"), Path("o"), base_env={"LD_PRELOAD": "/x/libother.so"}
     ).env_set
     first, rest = env["LD_PRELOAD"].split(":", 1)
     assert first.endswith(soname) and Path(first).is_absolute() and rest == "/x/libother.so"
@@ -49,19 +49,19 @@ def test_allocator_is_preloaded_ahead_of_existing_preload(name: str) -> None:
 
 
 def test_missing_allocator_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(launch.ALLOCATORS, "jemalloc", ("libjemalloc-not-here.so.9", "libjemalloc2"))
+    monkeypatch.setitem(allocators.ALLOCATORS, "jemalloc", ("libjemalloc-not-here.so.9", "libjemalloc2"))
     with pytest.raises(launch.LaunchError, match="apt-get install libjemalloc2") as info:
-        launch.plan_launch(LaunchConfig(allocator="jemalloc"), Path("j"), Path("o"), search_dirs=("/nonexistent",))
+        launch.plan_launch(InlineLaunch(allocator="jemalloc"), Path("j"), Path("o"), search_dirs=("/nonexistent",))
     assert "allocator=default" in str(info.value)
 
 
 def test_malloc_conf_needs_jemalloc() -> None:
     with pytest.raises(launch.LaunchError, match="allocator=jemalloc"):
-        launch.plan_launch(LaunchConfig(malloc_conf="x:1"), Path("j"), Path("o"), base_env={})
+        launch.plan_launch(InlineLaunch(malloc_conf="x:1"), Path("j"), Path("o"), base_env={})
 
 
 def test_run_cpu_command() -> None:
-    plan = launch.plan_launch(LaunchConfig(launcher="run_cpu"), Path("j"), Path("o"), Path("p"), python="py")
+    plan = launch.plan_launch(RunCpuLaunch(), Path("j"), Path("o"), Path("p"), python="py")
     assert plan.command[:3] == ["py", "-m", "torch.backends.xeon.run_cpu"]
     assert "--no-python" in plan.command and plan.command[-8:] == [
         "-m",

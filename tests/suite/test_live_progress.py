@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from suite.report import LiveProgress
+from suite.run.progress import LiveProgress
 from suite.specs import resolve
 
 

@@ -9,10 +9,26 @@ from typing import Any
 import jsonschema
 import pytest
 
-from suite.launch import LaunchPlan
-from suite.results import SCHEMA_PATH, ResultError, json_schema, read_result, verify_digest, write_result
-from suite.runner import RunOptions, build_result
+from suite.config import InlineLaunch, TorchrunLaunch
+from suite.results import (
+    SCHEMA_PATH,
+    SCHEMA_VERSION,
+    Result,
+    ResultError,
+    compute_digest,
+    json_schema,
+    read_result,
+    seal,
+    verify_digest,
+    write_result,
+)
+from suite.results.migrations import update_to_2
+from suite.run.assemble import build_result
+from suite.run.launch import LaunchPlan
+from suite.run.options import RunOptions
 from suite.specs import resolve
+from tests.conftest import REPO
+from workloads.measurement import RankMeasurement
 
 
 def _measurement(complete: bool = True) -> dict[str, Any]:
@@ -62,7 +78,7 @@ def _written(tmp_path: Path, complete: bool = True) -> Path:
     result = build_result(
         config,
         RunOptions(tmp_path, None, price_per_hour=1.0),
-        _measurement(complete),
+        RankMeasurement.model_validate(_measurement(complete)),
         LaunchPlan(command=["python", "-m", "workloads.rank"]),
         "ab" * 16,
     )
@@ -122,7 +138,7 @@ def test_non_finite_numbers_are_refused(tmp_path: Path, token: str) -> None:
     doc = json.loads(text)
     value = json.dumps(doc["summary"]["throughput"])
     path.write_text(text.replace(f'"throughput": {value}', f'"throughput": {token}', 1))
-    with pytest.raises(ResultError, match=f"non-finite number {token}"):
+    with pytest.raises(ResultError, match=f"the number {token} is not JSON"):
         read_result(path, check_digest=False)
 
 
@@ -131,7 +147,7 @@ def test_unknown_schema_version_is_refused_with_a_reason(tmp_path: Path) -> None
     doc = json.loads(path.read_text())
     doc["schema_version"] = 99
     path.write_text(json.dumps(doc))
-    with pytest.raises(ResultError, match="schema_version 99 is not supported; this trainbench reads version 1"):
+    with pytest.raises(ResultError, match="schema_version 99 is not supported; this trainbench reads version 1 and 2"):
         read_result(path)
 
 
@@ -165,3 +181,56 @@ def test_incomplete_measurement_never_gets_a_score(tmp_path: Path) -> None:
     assert result.status == "incomplete"
     assert result.summary is None and result.cost is None and result.diagnosis is None
     assert len(result.steps) == 14  # the raw records are kept
+
+
+COMMITTED_V1 = sorted((REPO / "submissions" / "trainbench" / "results").rglob("result_*.json"))
+
+
+def test_committed_v1_results_are_checked_as_stored_then_upgraded() -> None:
+    """The committed schema-1 results: digest and v1 schema on the stored document, then update_to_2."""
+    assert len(COMMITTED_V1) == 10
+    for path in COMMITTED_V1:
+        stored = json.loads(path.read_text())
+        assert stored["schema_version"] == 1 and "topology" in stored["config"]["launch"]
+        result = read_result(path)
+        assert result.schema_version == SCHEMA_VERSION == 2
+        assert result.digest == stored["digest"]  # the file's identity, which bands cite, is kept
+        assert isinstance(result.config.launch, InlineLaunch)
+        launch = result.config.launch.model_dump()
+        assert "topology" not in launch and "nnodes" not in launch and "compare_single" not in launch
+        assert launch == {k: v for k, v in stored["config"]["launch"].items() if k in launch}
+
+
+def test_update_to_2_keeps_only_the_launchers_settings() -> None:
+    doc = json.loads(COMMITTED_V1[0].read_text())
+    doc["config"]["launch"].update(launcher="torchrun", topology="0;1", cpus=None)
+    up = update_to_2(doc)
+    assert up["schema_version"] == 2 and doc["schema_version"] == 1  # the input is not modified
+    launch = up["config"]["launch"]
+    assert launch["topology"] == "0;1" and launch["nnodes"] == 1 and "cpus" not in launch
+    assert launch["allocator"] == "default" and launch["stall_timeout_s"] == 600.0
+    assert isinstance(Result.model_validate(up).config.launch, TorchrunLaunch)
+    del doc["config"]["launch"]["launcher"]  # a v1 launch without a launcher was inline
+    assert update_to_2(doc)["config"]["launch"]["launcher"] == "inline"
+
+
+def test_an_edited_v1_result_fails_its_digest_before_any_upgrade(tmp_path: Path) -> None:
+    doc = json.loads(COMMITTED_V1[0].read_text())
+    doc["config"]["launch"]["topology"] = "0;1"  # dropped by update_to_2: only the stored digest can see it
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ResultError, match="digest mismatch"):
+        read_result(path)
+    doc["config"]["launch"]["bogus"] = 1  # not in the v1 schema: checked as stored too
+    path.write_text(json.dumps({**doc, "digest": compute_digest(doc)}))
+    with pytest.raises(ResultError, match="schema error"):
+        read_result(path)
+
+
+def test_an_upgraded_result_is_written_only_once_sealed_again(tmp_path: Path) -> None:
+    upgraded = read_result(COMMITTED_V1[0])
+    with pytest.raises(ResultError, match="seal it before writing it"):
+        write_result(upgraded, tmp_path / "r.json")
+    resealed = seal({k: v for k, v in upgraded.model_dump().items() if k != "digest"})
+    again = read_result(write_result(resealed, tmp_path / "r.json"))
+    assert again.schema_version == 2 and again.digest == resealed.digest != upgraded.digest

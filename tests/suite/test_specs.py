@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from suite.config import InlineLaunch, RunCpuLaunch, TorchrunLaunch
 from suite.specs import SPECS_DIR, ConfigError, load_spec, load_specs, resolve
 
 
@@ -108,10 +109,11 @@ def test_yaml_1_1_words_stay_strings_so_compile_off_works() -> None:
 
 
 def test_oversized_or_special_spec_files_are_refused(tmp_path: Path) -> None:
-    from suite.validation.files import MAX_CONFIG_BYTES
+    from suite.files import MAX_FILE_BYTES
 
     big = tmp_path / "resnet50-cpu.yaml"
-    big.write_text("# padding\n" * (MAX_CONFIG_BYTES // 10 + 1))
+    with big.open("wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk used
     with pytest.raises(ConfigError, match=r"over the .*-byte limit"):
         load_spec(big)
     fifo = tmp_path / "fifo" / "resnet50-cpu.yaml"
@@ -119,3 +121,35 @@ def test_oversized_or_special_spec_files_are_refused(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(ConfigError, match="not a regular file"):  # refused at once, never blocks on the FIFO
         load_spec(fifo)
+
+
+def test_launch_settings_are_the_variant_of_the_launcher() -> None:
+    """One typed variant per launcher: a spec or ``--set`` key keeps its meaning, a key the
+    run's launcher lacks is an error, and a profile's keys follow its own launcher."""
+    inline = resolve("resnet50-cpu", None, ["cpus=0", "launch.numa_nodes=0", "omp_num_threads=2"])
+    assert isinstance(inline.launch, InlineLaunch) and inline.launch.cpus == "0" and inline.launch.numa_nodes == "0"
+    assert "topology" not in inline.launch.model_dump() and "launch.topology" not in inline.flat_params()
+    torchrun = resolve("resnet50-cpu", None, ["launcher=torchrun", "topology=0;1", "compare_single=false"])
+    assert isinstance(torchrun.launch, TorchrunLaunch) and torchrun.launch.topology == "0;1"
+    assert isinstance(resolve("resnet50-cpu", None, ["launcher=run_cpu", "cpus=0"]).launch, RunCpuLaunch)
+    for overrides, message in (
+        (["topology=0;1"], "--set topology applies to launcher=torchrun only, and this run's launcher is inline"),
+        (["launcher=horovodrun", "cpus=0"], "--set cpus applies to launcher=inline or run_cpu only"),
+        (["nproc_per_node=2"], "applies to launcher=torchrun or horovodrun only"),
+        (["launcher=slurm"], "launcher: Input should be 'inline', 'run_cpu', 'torchrun' or 'horovodrun'"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            resolve("resnet50-cpu", None, overrides)
+        assert message in str(info.value) and info.value.exit_code == 2
+    # numa-ddp's profile sets compare_single for torchrun: another launcher leaves it out
+    single = resolve("numa-ddp", None, ["launcher=inline"])
+    assert isinstance(single.launch, InlineLaunch) and "compare_single" not in single.launch.model_dump()
+
+
+def test_a_spec_with_a_setting_its_launcher_lacks_is_refused(tmp_path: Path) -> None:
+    spec = yaml.safe_load((SPECS_DIR / "resnet50-cpu.yaml").read_text())
+    spec["profiles"]["quick"]["launch"]["topology"] = "0;1"  # inline has no topology
+    path = tmp_path / "resnet50-cpu.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(ConfigError, match=r"profiles\.quick\.launch\.inline\.topology: Extra inputs"):
+        load_spec(path)

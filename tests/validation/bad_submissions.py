@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from suite.files import MAX_FILE_BYTES
 from suite.results import compute_digest, write_result
 from suite.specs import resolve
-from suite.validation.files import MAX_RESULT_BYTES
 from tests.validation.conftest import RealRuns, build, one_repeat, reseal
 from tests.validation.trees import make_tree, results_dir, system_for, system_path, write_system
 
@@ -127,7 +127,7 @@ def _fifo(root: Path, runs: RealRuns) -> None:
 def _oversized(root: Path, runs: RealRuns) -> None:
     make_tree(root, runs.open)
     with _sixth(root).open("wb") as f:
-        f.truncate(MAX_RESULT_BYTES + 1)  # sparse: no disk used
+        f.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk used
 
 
 def _duplicate_key(root: Path, runs: RealRuns) -> None:
@@ -139,7 +139,7 @@ def _duplicate_key(root: Path, runs: RealRuns) -> None:
 def _schema_version(root: Path, runs: RealRuns) -> None:
     make_tree(root, runs.open)
     doc = _doc(root)
-    doc["schema_version"] = 2
+    doc["schema_version"] = 99  # a version this trainbench does not read
     _write_doc(_sixth(root), doc, redigest=True)
 
 

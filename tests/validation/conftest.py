@@ -1,7 +1,7 @@
 """Real results for the validator's tests, produced by the real suite.
 
 Two real rank launches of a tiny ResNet-50 (batch 2, 64x64 images) give the raw
-records; ``suite.runner.build_result`` turns each repeat into a sealed result, as a
+records; ``suite.run.assemble.build_result`` turns each repeat into a sealed result, as a
 run of one repeat would have been. From them: an open-division set of 5 runs, a
 closed-division set of 5 runs (the official profile of a test spec directory whose
 official profile is that tiny config), and a set whose measurement windows were
@@ -20,12 +20,15 @@ from typing import Any
 import pytest
 import yaml
 
-from suite.launch import LaunchPlan
 from suite.results import Result, seal
-from suite.runner import RunOptions, build_result, launch_rank
+from suite.rules import load_rules
+from suite.run.assemble import build_result
+from suite.run.launch import LaunchPlan
+from suite.run.options import RunOptions
+from suite.run.supervise import launch_rank
 from suite.specs import SPECS_DIR, RunConfig, resolve
-from suite.validation.rules import load_rules
 from tests.conftest import TINY_RUN
+from workloads.measurement import RankMeasurement
 
 SYSTEM = "test-box"
 SUBMITTER = "acme"
@@ -102,7 +105,7 @@ def with_drift(measurement: dict[str, Any], per_step: float = 0.5) -> dict[str, 
 def build(config: RunConfig, measurement: dict[str, Any], plan: LaunchPlan, tmp: Path) -> Result:
     """A sealed result of ``measurement`` on the test system, priced at PRICE USD/hour."""
     opts = RunOptions(output_dir=tmp, tracking_uri=None, system=SYSTEM, price_per_hour=PRICE)
-    return build_result(config, opts, measurement, plan, uuid.uuid4().hex)
+    return build_result(config, opts, RankMeasurement.model_validate(measurement), plan, uuid.uuid4().hex)
 
 
 def reseal(result: Result, **changes: Any) -> Result:
@@ -130,12 +133,14 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> RealRuns:
     many = [*TINY, f"repeats={RUNS}"]
     launch_config = resolve("resnet50-cpu", "quick", many)
     (tmp / "a").mkdir()
-    measurement, plan, code = launch_rank(launch_config, tmp / "a")
-    assert code == 0 and measurement["complete"], measurement.get("error")
+    ran, plan, code = launch_rank(launch_config, tmp / "a")
+    assert code == 0 and ran is not None and ran.complete, ran and ran.error
+    measurement = ran.to_json()  # plain JSON, as the rank wrote it: the cases below edit it
     (tmp / "b").mkdir()
     long_config = resolve("resnet50-cpu", "quick", [*many, "measure_steps=8"])
-    long_measurement, _, code = launch_rank(long_config, tmp / "b")
-    assert code == 0 and long_measurement["complete"], long_measurement.get("error")
+    ran_long, _, code = launch_rank(long_config, tmp / "b")
+    assert code == 0 and ran_long is not None and ran_long.complete, ran_long and ran_long.error
+    long_measurement = ran_long.to_json()
 
     open_config = resolve("resnet50-cpu", "quick", [*TINY, "repeats=1"])
     closed_config = resolve("resnet50-cpu", "official", [], directory=specs_dir)

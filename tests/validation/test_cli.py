@@ -11,7 +11,8 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from suite.results import write_result
-from suite.validation.bands import BandsFile, load_bands, write_bands
+from suite.validation.bands import BandsFile
+from suite.validation.bands_file import load_bands, write_bands
 from tests.conftest import REPO, trainbench
 from tests.validation.conftest import PRICE, RUNS, SUBMITTER, SYSTEM, RealRuns
 from tests.validation.trees import bands_file, make_tree, results_dir

@@ -11,12 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from suite.files import MAX_FILE_BYTES, FileProblem, link_problem, parse_json, read_bounded
+from suite.rules import Rules, load_rules
 from suite.validation import bands as bands_module
 from suite.validation import systems
-from suite.validation.bands import BANDS_PATH, Citation, ReferenceBand, load_bands, score
-from suite.validation.files import FileProblem, link_problem, parse_json, read_bounded
+from suite.validation.bands import BANDS_PATH, Citation, ReferenceBand, score
+from suite.validation.bands_file import load_bands
 from suite.validation.findings import CODES, Findings, Severity
-from suite.validation.rules import Rules, load_rules
 
 
 def _band(value: float, lower: float | None, upper: float | None, floor: float | None = None) -> ReferenceBand:
@@ -92,9 +93,10 @@ def test_strict_json() -> None:
 
 
 def test_bounded_reads_never_block_or_follow_links(tmp_path: Path) -> None:
-    (tmp_path / "big").write_bytes(b"x" * 101)
-    with pytest.raises(FileProblem, match="over the 100-byte limit"):
-        read_bounded(tmp_path / "big", 100)
+    with (tmp_path / "big").open("wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk used
+    with pytest.raises(FileProblem, match=f"over the {MAX_FILE_BYTES:,}-byte limit"):
+        read_bounded(tmp_path / "big")
     os.mkfifo(tmp_path / "fifo")
     outcome: list[str] = []
     t = threading.Thread(target=lambda: outcome.append(_code(tmp_path / "fifo")), daemon=True)
@@ -112,7 +114,7 @@ def test_bounded_reads_never_block_or_follow_links(tmp_path: Path) -> None:
 
 def _code(path: Path) -> str:
     try:
-        read_bounded(path, 1000)
+        read_bounded(path)
     except FileProblem as exc:
         return exc.code
     return "read"

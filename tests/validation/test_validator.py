@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from suite.results import write_result
+from suite.rules import closed_deviations, division_for, load_rules
 from suite.validation.findings import Severity
-from suite.validation.rules import closed_deviations, division_for, load_rules
 from tests.validation.bad_submissions import CASES, BadCase
 from tests.validation.conftest import RUNS, RealRuns
 from tests.validation.trees import bands_file, make_tree, results_dir, validate
 
 
 def _errors(report: object) -> set[str]:
-    from suite.validation.submission import ValidationReport
+    from suite.validation.outcomes import ValidationReport
 
     assert isinstance(report, ValidationReport)
     return report.findings.codes(Severity.ERROR)
@@ -125,7 +125,8 @@ def test_the_real_official_profile_is_closed_and_quick_is_open() -> None:
 
 
 def test_a_measured_band_must_be_the_median_of_its_runs(real_runs: RealRuns, tmp_path: Path) -> None:
-    from suite.validation.bands import BandsFile, load_bands, write_bands
+    from suite.validation.bands import BandsFile
+    from suite.validation.bands_file import load_bands, write_bands
 
     root = make_tree(tmp_path / "sub", real_runs.open)
     path = bands_file(tmp_path / "bands.yaml", real_runs)

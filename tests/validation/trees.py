@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 
 from suite.results import Result, write_result
-from suite.validation.bands import BandsFile, Citation, ReferenceBand, load_bands, write_bands
+from suite.rules import load_rules
+from suite.validation.bands import BandsFile, Citation, ReferenceBand
+from suite.validation.bands_file import load_bands, write_bands
 from suite.validation.derive import derive_band
+from suite.validation.outcomes import ValidationReport
 from suite.validation.result_checks import CheckContext
-from suite.validation.rules import load_rules
-from suite.validation.submission import ValidationReport, validate_tree
 from suite.validation.systems import Price, SystemDescription, describe
+from suite.validation.tree import validate_tree
 from tests.validation.conftest import PRICE, SUBMITTER, SYSTEM, RealRuns
 
 WORKLOAD = "resnet50-cpu"

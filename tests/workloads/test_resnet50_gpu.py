@@ -13,9 +13,10 @@ import pytest
 from pydantic import ValidationError
 
 from harness.records import Phase
-from suite.launch import LaunchError, horovod_hosts, plan_launch
+from suite.config import HorovodrunLaunch, TorchrunLaunch
 from suite.results import Result, read_result
-from suite.specs import ConfigError, LaunchConfig, resolve
+from suite.run.launch import LaunchError, horovod_hosts, plan_launch
+from suite.specs import ConfigError, resolve
 from tests.conftest import trainbench
 from workloads.resnet50_gpu.params import ResNet50GPUParams
 
@@ -116,23 +117,25 @@ def test_the_engine_picks_its_launcher_and_device_cpu_drops_the_gpu_requirement(
 
 def test_launch_plans_for_horovodrun_and_per_gpu_torchrun(tmp_path: Path) -> None:
     job, out = tmp_path / "job.json", tmp_path / "m.json"
-    plan = plan_launch(LaunchConfig(launcher="horovodrun", nproc_per_node=2), job, out, python="py")
+    plan = plan_launch(HorovodrunLaunch(nproc_per_node=2), job, out, python="py")
     assert plan.command[:9] == ["py", "-m", "horovod.runner.launch", "--gloo", "-np", "2", "-H", "localhost:2", "py"]
     assert plan.command[9:] == ["-m", "workloads.rank", "--job", str(job), "--out", str(out)]
     assert plan.processes == 2 and plan.launcher == "horovodrun" and not plan.placement
     # without nproc_per_node: one rank per visible GPU, at least one
-    assert horovod_hosts(LaunchConfig(launcher="horovodrun"), gpu_count=8) == (8, "localhost:8")
-    assert horovod_hosts(LaunchConfig(launcher="horovodrun"), gpu_count=0) == (1, "localhost:1")
-    assert horovod_hosts(LaunchConfig(launcher="horovodrun", hosts="localhost:4,node2:4")) == (8, "localhost:4,node2:4")
+    assert horovod_hosts(HorovodrunLaunch(), gpu_count=8) == (8, "localhost:8")
+    assert horovod_hosts(HorovodrunLaunch(), gpu_count=0) == (1, "localhost:1")
+    assert horovod_hosts(HorovodrunLaunch(hosts="localhost:4,node2:4")) == (8, "localhost:4,node2:4")
     with pytest.raises(LaunchError, match="first host must be this machine"):
-        horovod_hosts(LaunchConfig(launcher="horovodrun", hosts="node2:4,localhost:4"))
-    ddp = plan_launch(LaunchConfig(launcher="torchrun", nproc_per_node=4), job, out, python="py")
+        horovod_hosts(HorovodrunLaunch(hosts="node2:4,localhost:4"))
+    ddp = plan_launch(TorchrunLaunch(nproc_per_node=4), job, out, python="py")
     assert ddp.command[:5] == ["py", "-m", "torch.distributed.run", "--nproc-per-node=4", "--standalone"]
     assert ddp.processes == 4 and not ddp.placement
     with pytest.raises(LaunchError, match="either nproc_per_node"):
-        plan_launch(LaunchConfig(launcher="torchrun", nproc_per_node=2, topology="0;1"), job, out)
-    with pytest.raises(LaunchError, match="cpus/numa_nodes do not apply"):
-        plan_launch(LaunchConfig(launcher="horovodrun", cpus="0"), job, out)
+        plan_launch(TorchrunLaunch(nproc_per_node=2, topology="0;1"), job, out)
+    with pytest.raises(ValidationError, match="cpus"):  # a setting of inline/run_cpu only
+        HorovodrunLaunch.model_validate({"cpus": "0"})
+    with pytest.raises(ConfigError, match="--set cpus applies to launcher=inline or run_cpu only"):
+        resolve("resnet50-gpu-horovod", overrides=["cpus=0"])
 
 
 def test_without_a_gpu_the_default_run_is_refused_before_it_starts(tmp_path: Path) -> None:

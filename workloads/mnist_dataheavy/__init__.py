@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.workload import Workload
+from workloads.entry import WorkloadEntry
 from workloads.mnist_dataheavy.params import MnistDataHeavyParams
-from workloads.registry import WorkloadEntry
 
 
 def _build(params: Any) -> Workload:

@@ -11,18 +11,16 @@ training split), so workers need no access to the trainer's files.
 
 Every batch also carries an *origin*: the host name and ``/proc/self/status`` of the
 process that produced it, read by TensorFlow on that process. The trainer parses it
-to record where preprocessing really ran (host, process id, allowed CPUs).
+(:mod:`.origin`) to record where preprocessing really ran (host, process id, allowed CPUs).
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up banner out of the run log
@@ -36,7 +34,6 @@ import torchvision  # noqa: F401  (loaded before TensorFlow on purpose, see belo
 # process (SIGSEGV while torchvision's C++ operators load; torch 2.14.1, torchvision 0.29.1, TF 2.21).
 import tensorflow as tf
 
-from harness.system import parse_cpulist
 from workloads.mnist_dataheavy.chain import (
     KERNEL_SIZE,
     MNIST_MEAN,
@@ -48,43 +45,22 @@ from workloads.mnist_dataheavy.chain import (
     TRANSLATE_FRACTION,
 )
 from workloads.mnist_dataheavy.mnist import MnistArrays
+from workloads.mnist_dataheavy.origin import Origin, parse_origin
 from workloads.mnist_dataheavy.reach import DataServiceError
 
+__all__ = [
+    "Batch",
+    "Origin",
+    "TfBatches",
+    "build_dataset",
+    "chain_fn",
+    "cpu_ms_per_sample",
+    "local_dataset",
+    "parse_origin",
+    "service_dataset",
+]
+
 Batch = tuple[torch.Tensor, torch.Tensor]
-
-
-@dataclass(frozen=True)
-class Origin:
-    """The process that preprocessed a batch.
-
-    Attributes:
-        host: its host name (a container's id inside docker).
-        pid: its process id.
-        cpus: the CPUs it was allowed to run on (its affinity / cpuset).
-    """
-
-    host: str
-    pid: int
-    cpus: tuple[int, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
-
-
-def parse_origin(raw: bytes) -> Origin:
-    """Parse an origin string ``b"<hostname>\\n<contents of /proc/self/status>"``.
-
-    Raises:
-        ValueError: the status part lacks ``Pid`` or ``Cpus_allowed_list``.
-    """
-    text = raw.decode(errors="replace")
-    host, _, status = text.partition("\n")
-    pid = re.search(r"^Pid:\s*(\d+)", status, re.M)
-    cpus = re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.M)
-    if pid is None or cpus is None:
-        raise ValueError(f"origin record lacks Pid or Cpus_allowed_list: {text[:200]!r}")
-    return Origin(host.strip(), int(pid.group(1)), tuple(parse_cpulist(cpus.group(1))))
 
 
 def _origin() -> tf.Tensor:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.workload import Workload
+from workloads.entry import WorkloadEntry
 from workloads.numa_ddp.params import NumaDDPParams
-from workloads.registry import WorkloadEntry
 
 
 def _build(params: Any) -> Workload:

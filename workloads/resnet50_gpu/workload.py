@@ -20,7 +20,6 @@ import contextlib
 import itertools
 import os
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 import torch
@@ -30,36 +29,10 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from workloads.checks import NonFiniteLossError, check_loss
 from workloads.resnet50_cpu.data import DataError, imagefolder
+from workloads.resnet50_gpu.engine import EngineError, join_engine, local_rank, local_size
 from workloads.resnet50_gpu.params import ResNet50GPUParams
 
-
-class EngineError(RuntimeError):
-    """The requested engine cannot start here (Horovod missing, no GPU for the rank, no launcher env)."""
-
-
-def _local_rank() -> int:
-    for key in ("LOCAL_RANK", "HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"):
-        if key in os.environ:
-            return int(os.environ[key])
-    return 0
-
-
-def _local_size() -> int:
-    for key in ("LOCAL_WORLD_SIZE", "HOROVOD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"):
-        if key in os.environ:
-            return int(os.environ[key])
-    return 1
-
-
-def _import_horovod() -> Any:
-    try:
-        import horovod.torch as hvd
-    except ImportError as exc:
-        raise EngineError(
-            f"engine=horovod needs Horovod built for PyTorch ({exc}); run it in the trainbench-gpu image "
-            "(--runtime docker, or `make run WORKLOAD=resnet50-gpu-horovod RUNTIME=docker`), or use --set engine=ddp"
-        ) from exc
-    return hvd
+__all__ = ["DataError", "EngineError", "NonFiniteLossError", "ResNet50GPU"]
 
 
 class ResNet50GPU:
@@ -86,7 +59,7 @@ class ResNet50GPU:
 
     def __init__(self, params: ResNet50GPUParams) -> None:
         self.params = params
-        self.local_rank = _local_rank()
+        self.local_rank = local_rank()
         want_cuda = params.device == "cuda" or (params.device == "auto" and torch.cuda.is_available())
         if want_cuda:
             count = torch.cuda.device_count()
@@ -102,27 +75,10 @@ class ResNet50GPU:
             torch.backends.cudnn.benchmark = True
         else:
             self.device = torch.device("cpu")
-            torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // _local_size()))
-        self.hvd: Any = None
-        self._control: Any = None
-        if params.engine == "horovod":
-            self.hvd = _import_horovod()
-            self.hvd.init()
-            self.rank, self.world_size = int(self.hvd.rank()), int(self.hvd.size())
-        else:
-            backend = params.backend if params.backend != "auto" else ("nccl" if want_cuda else "gloo")
-            timeout = timedelta(seconds=params.collective_timeout_s)
-            if not dist.is_initialized():
-                if "MASTER_ADDR" not in os.environ:
-                    raise EngineError("engine=ddp needs torchrun's environment (launch.launcher=torchrun)")
-                kwargs: dict[str, Any] = {"device_id": self.device} if want_cuda else {}
-                dist.init_process_group(backend, timeout=timeout, **kwargs)
-            self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
-            self._control = dist.new_group(backend="gloo", timeout=timeout) if backend != "gloo" else dist.group.WORLD
-        if self.hvd is not None:  # the gradient allreduce: NCCL for GPU tensors when built with it, else Gloo
-            self.backend = "nccl" if want_cuda and self.hvd.nccl_built() else "gloo"
-        else:
-            self.backend = str(dist.get_backend())
+            torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // local_size()))
+        joined = join_engine(params, self.device, want_cuda)
+        self.hvd, self._control, self.backend = joined.hvd, joined.control, joined.backend
+        self.rank, self.world_size = joined.rank, joined.world_size
 
         torch.manual_seed(params.seed)
         self.memory_format = torch.channels_last if params.channels_last else torch.contiguous_format

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.workload import Workload
-from workloads.registry import WorkloadEntry
+from workloads.entry import WorkloadEntry
 from workloads.resnet50_tf.params import ResNet50TFParams
 
 

@@ -1,0 +1,51 @@
+"""The ``trainbench`` command line: one click group, one module of commands per area (as asv's ``commands/``).
+
+Each area module defines its click commands and lists them in ``COMMANDS``; :data:`AREAS`
+registers them. Adding an area is one new module here and one entry in :data:`AREAS`.
+
+Errors are mapped to exit statuses in one place, :meth:`TrainbenchGroup.invoke`: a
+:class:`suite.errors.TrainbenchError` raised by any command prints ``error: <message>``
+on stderr and exits with the error's ``exit_code`` (1 failed, 2 bad input, 3 tracking
+failed, 130 interrupted). Commands raise; they never pick an exit status themselves.
+
+The area modules import their heavy dependencies (torch, MLflow, Docker, matplotlib)
+inside the commands, so ``trainbench`` starts fast, and ``trainbench rank`` runs in an
+image without MLflow or Docker (the TensorFlow image).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from suite import __version__
+from suite.commands import bands, bench, data, images, inspect, run, submit, validate
+from suite.console import error
+from suite.errors import TrainbenchError
+
+AREAS = (run, inspect, bench, data, validate, submit, bands, images)
+"""The command modules, each with its ``COMMANDS``."""
+
+
+class TrainbenchGroup(click.Group):
+    """The top-level group: maps a :class:`TrainbenchError` to its message and exit status."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the chosen command; a :class:`TrainbenchError` becomes ``error: ...`` and its exit code."""
+        try:
+            return super().invoke(ctx)
+        except TrainbenchError as exc:
+            error(str(exc))
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=TrainbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="trainbench")
+def main() -> None:
+    """trainbench: reproducible training-throughput benchmarks (samples/s and samples per dollar)."""
+
+
+for _area in AREAS:
+    for _command in _area.COMMANDS:
+        main.add_command(_command)

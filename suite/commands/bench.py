@@ -1,0 +1,116 @@
+"""Benchmarks that print figures: ``trainbench bench`` (CPU), ``bench-gpu`` and ``bench-mnist``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from suite.commands.options import Runtime, runtime_options, runtime_wrapper
+from suite.console import console, stop_on_sigterm
+from suite.errors import BadInput, Interrupted, RunFailed
+from suite.specs import resolve
+
+
+@click.command()
+@click.argument("part", type=click.Choice(["all", "overhead", "ladder"]), default="all")
+@click.option("--pairs", default=3, show_default=True, help="Bare/harness pairs for the overhead benchmark.")
+@click.option("--steps", default=10, show_default=True, help="Measured steps per leg or rung.")
+@click.option("--batch-size", default=16, show_default=True, help="Batch size (CONTEXT.md's bare-loop figures: 16).")
+@click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results/bench"), show_default=True)
+def bench(part: str, pairs: int, steps: int, batch_size: int, output_dir: Path) -> None:
+    """Benchmarks that print figures: harness overhead and the CPU optimization ladder."""
+    from suite.bench.cpu import main as bench_main
+
+    if pairs < 1 or steps < 2 or batch_size < 1:
+        raise BadInput("--pairs must be >= 1, --steps >= 2 and --batch-size >= 1")
+    bench_main(part, pairs, steps, batch_size, output_dir.resolve())
+
+
+@click.command("bench-gpu")
+@click.option(
+    "--rungs",
+    default="fp32,bf16,bf16+channels_last,+compile",
+    show_default=True,
+    help="Comma-separated rungs of the GPU ladder.",
+)
+@click.option("--batch-sizes", default="128,256", show_default=True, help="Comma-separated batch sizes per GPU.")
+@click.option("--steps", default=100, show_default=True, help="Measured steps per cell (after 10 warm-up steps).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Extra settings, e.g. engine=ddp.")
+@click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results/bench-gpu"), show_default=True)
+@runtime_options
+def bench_gpu(
+    rungs: str, batch_sizes: str, steps: int, overrides: tuple[str, ...], output_dir: Path, runtime: Runtime
+) -> None:
+    """The GPU ladder (fp32, bf16, bf16+channels_last, +compile) of resnet50-gpu-horovod at each
+    batch size, with images/s, % of the GPU's bf16 peak and the published anchors."""
+    from suite.bench.gpu import RUNGS
+    from suite.bench.gpu import main as bench_gpu_main
+
+    chosen = [r.strip() for r in rungs.split(",") if r.strip()]
+    unknown = [r for r in chosen if r not in RUNGS]
+    if unknown or not chosen:
+        raise BadInput(f"--rungs {rungs!r}: unknown rung(s) {unknown}; choose from {', '.join(RUNGS)}")
+    try:
+        sizes = [int(b) for b in batch_sizes.split(",") if b.strip()]
+    except ValueError:
+        raise BadInput(f"--batch-sizes {batch_sizes!r}: expected integers such as 128,256") from None
+    if not sizes or min(sizes) < 1 or steps < 2:
+        raise BadInput("--batch-sizes must be >= 1 and --steps >= 2")
+    config = resolve("resnet50-gpu-horovod", "quick", list(overrides))
+    wrap = runtime_wrapper(runtime, config)
+    bench_gpu_main(chosen, sizes, steps, list(overrides), output_dir.resolve(), wrap)
+
+
+@click.command("bench-mnist")
+@click.option("--repeats", "chain_repeats", type=click.IntRange(0, 64), default=4, show_default=True,
+              help="preprocess_repeats of the heavy chain.")  # fmt: skip
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=64, show_default=True)
+@click.option("--steps", type=click.IntRange(2, 100_000), default=20, show_default=True, help="Minimum measured steps.")
+@click.option("--seconds", type=click.FloatRange(0, 3600), default=10.0, show_default=True, help="Minimum measured s.")
+@click.option("--runs", type=click.IntRange(1, 100), default=2, show_default=True, help="Repeats per point.")
+@click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results/bench-mnist"), show_default=True)
+@click.option("--service-image", metavar="IMAGE",
+              help="Also run the tf.data service in CPU-pinned containers of IMAGE (e.g. trainbench-cpu).")  # fmt: skip
+def bench_mnist(
+    chain_repeats: int,
+    batch_size: int,
+    steps: int,
+    seconds: float,
+    runs: int,
+    output_dir: Path,
+    service_image: str | None,
+) -> None:
+    """Input-bound training and offloaded preprocessing on this machine, in printed figures (issue 5).
+
+    Part 1: 0, 1, 2 DataLoader workers. Part 2: the trainer pinned to one CPU,
+    preprocessing on that CPU vs on a tf.data service worker pinned to another
+    (a process, and with --service-image also a container).
+    """
+    from suite.bench.mnist import BenchSettings, main
+    from suite.containers.docker_args import image_reference
+    from suite.containers.errors import ContainerError
+    from suite.datasets.service import DataServiceError
+
+    image = image_reference(service_image) if service_image else None
+    if image:  # before part 1's minutes of measurement, not after them
+        from suite.containers.service import check_service_image
+
+        try:
+            check_service_image(image)
+        except ContainerError as exc:
+            raise BadInput(f"--service-image: {exc}") from exc
+    settings = BenchSettings(chain_repeats, batch_size, steps, seconds, runs, image)
+    stop_on_sigterm()  # points/steps measured are kept, services removed
+    try:
+        code = main(settings, output_dir.resolve(), console)
+    except DataServiceError as exc:  # the service of part 2 did not start: the benchmark failed
+        raise RunFailed(str(exc)) from exc
+    except KeyboardInterrupt:
+        raise Interrupted("bench-mnist interrupted between points; the points measured are in --output-dir") from None
+    sys.exit(code)
+
+
+COMMANDS = (bench, bench_gpu, bench_mnist)
+"""This area's commands (registered by :mod:`suite.commands`)."""

@@ -1,0 +1,73 @@
+"""Looking things up: ``trainbench list``, ``show``, ``prices`` and ``schema``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import yaml
+from rich.table import Table
+
+from suite.console import console
+from suite.specs import load_specs, resolve
+
+
+@click.command("list")
+def list_cmd() -> None:
+    """List the workloads and their profiles."""
+    specs = load_specs()
+    t = Table("workload", "profiles (default first)", "image", "description")
+    for name, spec in specs.items():
+        profiles = [spec.default_profile, *sorted(p for p in spec.profiles if p != spec.default_profile)]
+        t.add_row(name, ", ".join(profiles), spec.image, spec.description)
+    console.print(t)
+
+
+@click.command()
+@click.argument("target")
+@click.option("--profile", "-p")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE")
+def show(target: str, profile: str | None, overrides: tuple[str, ...]) -> None:
+    """Show a workload's resolved config, or a result file's summary (TARGET = name or path)."""
+    from suite.results import read_result
+    from suite.run.progress import summary_table
+
+    path = Path(target)
+    if path.suffix == ".json" or path.is_file():
+        result = read_result(path)  # ResultError: exit 1
+        console.print(summary_table(result))
+        console.print(f"digest {result.digest} verified; status {result.status}")
+        return
+    config = resolve(target, profile, list(overrides))
+    console.print(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), end="", highlight=False)
+
+
+@click.command()
+def prices() -> None:
+    """Show the versioned price table used for samples per dollar."""
+    from suite.prices import load_price_table
+
+    table = load_price_table()
+    t = Table("provider", "instance type", "pricing", "region", "USD/hour", "date", "source")
+    for e in table.entries:
+        t.add_row(e.provider, e.instance_type, e.pricing, e.region or "-", f"{e.usd_per_hour:g}", e.date, e.source)
+    console.print(t)
+
+
+@click.command()
+@click.option("--write", is_flag=True, help="Write the schema file in the package instead of printing it.")
+def schema(write: bool) -> None:
+    """Print the result JSON Schema."""
+    from suite.results import SCHEMA_PATH, json_schema
+
+    text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    if write:
+        SCHEMA_PATH.write_text(text)
+        console.print(f"wrote {SCHEMA_PATH}")
+    else:
+        click.echo(text, nl=False)
+
+
+COMMANDS = (list_cmd, show, prices, schema)
+"""This area's commands (registered by :mod:`suite.commands`)."""

@@ -1,0 +1,192 @@
+"""``trainbench run`` (one run, or a sweep of one setting), ``trainbench sync`` (the tracking outbox)
+and the hidden ``trainbench rank`` (what a launcher or container executes)."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from suite.commands.options import Runtime, runtime_options, runtime_wrapper
+from suite.console import console, stop_on_sigterm
+from suite.errors import Interrupted, RunFailed, TrackingFailed
+from suite.run.options import ResultElsewhere, RunOptions
+from suite.specs import RunConfig, resolve
+
+
+@click.command()
+@click.argument("workload")
+@click.option("--profile", "-p", help="Profile of the workload spec (default: the spec's default, usually quick).")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a setting, e.g. --set batch_size=32 --set allocator=jemalloc (repeatable).",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Where result files are written.",
+)
+@click.option(
+    "--tracking-uri",
+    envvar="MLFLOW_TRACKING_URI",
+    help="MLflow tracking URI [default: sqlite:///mlflow.db in the current directory].",
+)
+@click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (the result JSON is still written).")
+@click.option("--system", help="System name recorded in the result [default: host name].")
+@click.option("--price-per-hour", type=float, help="Machine price in USD/hour, for samples per dollar.")
+@click.option("--instance-type", help="Look the price up in the price table (see `trainbench prices`).")
+@click.option("--pricing", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True)
+@click.option("--region", help="Region for the price-table lookup.")
+@click.option(
+    "--sweep",
+    metavar="KEY=V1,V2,...",
+    help="Run once per value of one setting (e.g. num_workers=0,1,2); each point is a child MLflow run "
+    "under one parent; prints a table and writes a plot of throughput and input-bound fraction.",
+)
+@runtime_options
+def run(
+    workload: str,
+    profile: str | None,
+    overrides: tuple[str, ...],
+    output_dir: Path,
+    tracking_uri: str | None,
+    no_tracking: bool,
+    system: str | None,
+    price_per_hour: float | None,
+    instance_type: str | None,
+    pricing: str,
+    region: str | None,
+    runtime: Runtime,
+    sweep: str | None,
+) -> None:
+    """Run WORKLOAD through the harness, write its result JSON and log it to MLflow."""
+    from suite.run.execute import execute
+    from suite.run.progress import LiveProgress, summary_table
+    from suite.run.sweep import first_point
+    from suite.tracking import default_tracking_uri
+
+    # with --sweep, the first point stands for all (each is resolved again by the sweep)
+    config = resolve(workload, profile, [*overrides, *first_point(sweep)])
+    wrap = runtime_wrapper(runtime, config)  # docker: engine and image checked now
+    uri = None if no_tracking else (tracking_uri or default_tracking_uri())
+    opts = RunOptions(
+        output_dir=output_dir.resolve(),
+        tracking_uri=uri,
+        system=system,
+        price_per_hour=price_per_hour,
+        instance_type=instance_type,
+        pricing=pricing,
+        region=region,
+        wrap=wrap,
+    )
+    stop_on_sigterm()
+    if sweep:
+        _sweep(workload, profile, list(overrides), sweep, opts)
+        return
+    try:
+        with LiveProgress(config, console) as live:
+            outcome = execute(config, opts, live)
+    except ResultElsewhere as exc:
+        console.print(escape(str(exc)))
+        return
+    console.print(summary_table(outcome.result))
+    console.print(f"result: {outcome.result_path}\ntimeline: {outcome.timeline_path}")
+    if outcome.mlflow_run_id:
+        console.print(
+            f"MLflow run {outcome.mlflow_run_id} in {uri}\n"
+            "Open the results UI with [bold]make ui[/bold] (http://127.0.0.1:5000)."
+        )
+    if outcome.tracking_error:
+        raise TrackingFailed(f"{outcome.tracking_error}\nThe result itself is safe in {outcome.result_path}.")
+
+
+def _sweep(workload: str, profile: str | None, overrides: list[str], sweep_text: str, opts: RunOptions) -> None:
+    """Run a sweep, print its table and files.
+
+    Raises:
+        suite.specs.ConfigError: the sweep or a point is invalid (nothing ran).
+        RunFailed: a point failed (its error is in the table).
+        TrackingFailed: every point is complete, but MLflow could not record them all.
+        Interrupted: Ctrl-C or SIGTERM; the points after the interrupted one did not run.
+    """
+    from suite.run.progress import LiveProgress
+    from suite.run.sweep import parse_sweep, run_sweep
+    from suite.run.sweep_report import sweep_table
+
+    spec = parse_sweep(sweep_text)
+
+    def progress(i: int, value: str, config: RunConfig) -> AbstractContextManager[Any]:
+        console.print(f"[bold]sweep point {i + 1}/{len(spec.values)}: {spec.key}={value}[/bold]")
+        return LiveProgress(config, console)
+
+    out = run_sweep(workload, profile, overrides, spec, opts, progress)
+    assert out.json_path is not None and out.plot_path is not None
+    rows = [p.row() for p in out.points]
+    console.print(sweep_table(spec.key, rows, f"{workload}: sweep of {spec.key}"))
+    console.print(f"sweep: {out.json_path}\nplot: {out.plot_path}")
+    if out.parent_run_id:
+        console.print(f"MLflow parent run {out.parent_run_id} ({len(out.points)} child runs) in {opts.tracking_uri}")
+    if out.interrupted:
+        raise Interrupted(f"the sweep was interrupted after {len(out.points)} points")
+    if out.failed:
+        bad = ", ".join(f"{spec.key}={p.value}" for p in out.failed)
+        raise RunFailed(f"{len(out.failed)} of {len(out.points)} points failed: {bad}")
+    if out.tracking_error:
+        raise TrackingFailed(f"{out.tracking_error}\nThe results are safe on disk.")
+
+
+@click.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+    hidden=True,
+)
+@click.pass_context
+def rank(ctx: click.Context) -> None:
+    """Run one rank (``workloads.rank``): the command a launcher or container executes.
+
+    Arguments: --job JOB.json --out MEASUREMENT.json [--progress PROGRESS.jsonl].
+    """
+    from workloads.rank import main as rank_main
+
+    sys.exit(rank_main(list(ctx.args)))
+
+
+@click.command()
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Result root whose outbox is drained.",
+)
+@click.option("--tracking-uri", help="Send every queued run here instead of to the URI it was meant for.")
+def sync(output_dir: Path, tracking_uri: str | None) -> None:
+    """Log the runs queued in the outbox while the tracking server was unreachable (idempotent)."""
+    from suite.run.outbox import pending
+    from suite.run.outbox import sync as sync_outbox
+
+    if not pending(output_dir):
+        console.print(f"nothing queued in {output_dir}")
+        return
+    outcomes = sync_outbox(output_dir, tracking_uri)
+    t = Table("entry", "status", "detail")
+    for o in outcomes:
+        t.add_row(o.entry.name, o.status, o.detail)
+    console.print(t)
+    left = [o for o in outcomes if o.status != "logged"]
+    if left:
+        raise TrackingFailed(f"{len(left)} of {len(outcomes)} queued runs could not be logged; they stay queued")
+
+
+COMMANDS = (run, rank, sync)
+"""This area's commands (registered by :mod:`suite.commands`)."""

@@ -1,0 +1,205 @@
+"""Submissions: ``trainbench validate``, ``report`` and ``submission-schema`` (``submit`` and ``bands``
+have modules of their own), with the options they share."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from suite.console import console, err
+from suite.errors import BadInput, RunFailed, TrackingError
+from suite.rules import RULES_PATH, load_rules
+from suite.specs import SPECS_DIR
+from suite.validation.bands import BANDS_PATH
+from suite.validation.bands_file import load_bands
+
+
+def bands_path_for(given: Path | None, tree: Path | None = None) -> Path:
+    """The bands file: the one given, else ``tree``'s own ``bands.yaml``, else the checkout's."""
+    if given is not None:
+        return given
+    if tree is not None and (tree / "bands.yaml").is_file():
+        return tree / "bands.yaml"
+    return BANDS_PATH
+
+
+def _write(text: str, target: Path) -> None:
+    if str(target) == "-":
+        click.echo(text, nl=False)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+rules_option = click.option(
+    "--rules",
+    "rules_path",
+    type=click.Path(path_type=Path),
+    default=RULES_PATH,
+    show_default=False,
+    help="Submission rules file [default: the one shipped with trainbench].",
+)
+specs_option = click.option(
+    "--specs-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=SPECS_DIR,
+    show_default=False,
+    help="Workload specs that define each workload's official config [default: trainbench's own].",
+)
+bands_option = click.option(
+    "--bands",
+    "bands_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Reference bands file [default: the checkout's submissions/bands.yaml; validate and report look for "
+    "bands.yaml in PATH first].",
+)
+
+
+@click.command("validate")
+@click.argument("path", type=click.Path(path_type=Path), default=Path("submissions"))
+@click.option("--strict", is_flag=True, help="Treat warnings as errors.")
+@bands_option
+@rules_option
+@specs_option
+@click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the JSON report here ('-': stdout).")
+@click.option(
+    "--markdown", "md_out", type=click.Path(path_type=Path), help="Write the Markdown report here ('-': stdout)."
+)
+@click.option("--quiet", "-q", is_flag=True, help="Leave info findings (scores, in-band notes) out of the table.")
+def validate(
+    path: Path,
+    strict: bool,
+    bands_path: Path | None,
+    rules_path: Path,
+    specs_dir: Path,
+    json_out: Path | None,
+    md_out: Path | None,
+    quiet: bool,
+) -> None:
+    """Check a submissions tree: every file, every set of runs, every score against its reference band.
+
+    Exit status: 0 compliant, 1 error findings (warnings too with --strict), 2 the
+    validator could not run (missing path, invalid rules or bands file).
+    """
+    from suite.validation.render import findings_table, groups_table, to_json, to_markdown, verdict_line
+    from suite.validation.tree import validate_tree
+
+    try:
+        rules = load_rules(rules_path)
+        bands = load_bands(bands_path_for(bands_path, path), specs_dir)
+        report = validate_tree(path, rules, bands, specs_dir, strict)
+    except BadInput as exc:  # rules, bands, specs or the path
+        raise BadInput(f"the validator could not run: {exc}") from exc
+    out = err if "-" in (str(json_out), str(md_out)) else console
+    out.print(findings_table(report.findings, f"trainbench validate {path}", show_info=not quiet))
+    if report.groups:
+        out.print(groups_table(report))
+    style = "bold green" if report.compliant else "bold red"
+    out.print(f"[{style}]{verdict_line(report)}[/]", highlight=False)
+    if json_out is not None:
+        _write(json.dumps(to_json(report), indent=1) + "\n", json_out)
+    if md_out is not None:
+        _write(to_markdown(report), md_out)
+    sys.exit(report.exit_code)
+
+
+@click.command("report")
+@click.argument("path", type=click.Path(path_type=Path), default=Path("submissions"))
+@bands_option
+@rules_option
+@specs_option
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("results/report"),
+    show_default=True,
+    help="Where report.md, report.json and report.png are written.",
+)
+@click.option("--no-published", is_flag=True, help="Rank only submitted systems, without the cited reference figures.")
+@click.option(
+    "--tracking-uri",
+    envvar="MLFLOW_TRACKING_URI",
+    help="MLflow tracking URI [default: sqlite:///mlflow.db in the current directory].",
+)
+@click.option("--no-tracking", is_flag=True, help="Do not log the report to MLflow.")
+def report(
+    path: Path,
+    bands_path: Path | None,
+    rules_path: Path,
+    specs_dir: Path,
+    output_dir: Path,
+    no_published: bool,
+    tracking_uri: str | None,
+    no_tracking: bool,
+) -> None:
+    """Rank systems per workload by samples/s and samples per dollar, and say which to choose.
+
+    Scores come from the validated submissions in PATH (with their band status); the
+    cited reference bands are ranked beside them unless --no-published. Writes Markdown,
+    JSON and a PNG chart, and logs them to MLflow.
+    """
+    from suite.validation import ranking, ranking_render
+    from suite.validation.tree import validate_tree
+
+    try:
+        bands_file = bands_path_for(bands_path, path)
+        bands_data = load_bands(bands_file, specs_dir)
+        validated = validate_tree(path, load_rules(rules_path), bands_data, specs_dir)
+    except BadInput as exc:  # rules, bands, specs or the path
+        raise BadInput(f"the report could not be made: {exc}") from exc
+    rows = ranking.build_rows(validated, bands_data, include_published=not no_published)
+    if not rows:
+        raise RunFailed(f"nothing to rank: no scored submissions in {path} and no published bands")
+    for table in ranking_render.rich_tables(rows):
+        console.print(table)
+    for rec in ranking.recommend(rows):
+        console.print(f"[bold]{ranking.recommendation_text(rec)}[/bold]", highlight=False)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    chart = ranking_render.chart_png(rows, output_dir / "report.png")
+    md = output_dir / "report.md"
+    md.write_text(ranking_render.markdown(rows, chart))
+    js = output_dir / "report.json"
+    js.write_text(json.dumps(ranking.to_json(rows), indent=1) + "\n")
+    console.print(f"wrote {md}, {js}, {chart}")
+    if no_tracking:
+        return
+    from suite.tracking import default_tracking_uri, log_report
+
+    uri = tracking_uri or default_tracking_uri()
+    try:
+        rid = log_report(
+            [md, js, chart],
+            ranking.mlflow_metrics(rows),
+            {"submissions": str(path.resolve()), "bands": str(bands_file.resolve())},
+            uri,
+        )
+    except TrackingError as exc:
+        raise TrackingError(f"{exc}\nThe report files are written in {output_dir}.") from exc
+    console.print(f"MLflow run {rid} in {uri} (experiment trainbench-report)")
+
+
+@click.command("submission-schema")
+@click.argument("kind", type=click.Choice(["system", "bands"]))
+@click.option("--write", is_flag=True, help="Write the schema file in the package instead of printing it.")
+def submission_schema(kind: str, write: bool) -> None:
+    """Print the JSON Schema of a system description or of the bands file."""
+    from suite.validation import bands as bands_module
+    from suite.validation import systems
+
+    schema, path = {
+        "system": (systems.json_schema, systems.SYSTEM_SCHEMA_PATH),
+        "bands": (bands_module.json_schema, bands_module.BANDS_SCHEMA_PATH),
+    }[kind]
+    text = json.dumps(schema(), indent=2, sort_keys=True) + "\n"
+    if write:
+        path.write_text(text)
+        console.print(f"wrote {path}")
+    else:
+        click.echo(text, nl=False)
+
+
+COMMANDS = (validate, report, submission_schema)
+"""This area's commands (registered by :mod:`suite.commands`)."""

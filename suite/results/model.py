@@ -1,0 +1,169 @@
+"""The result model: what one run produced, its canonical digest and its JSON Schema.
+
+A result holds the resolved config, the environment the rank read back, the raw
+step and window records, the derived summary, the cost and provenance. Its
+``digest`` is sha256 over the canonical JSON of everything else (keys sorted, no
+spaces, UTF-8), so any edited number is caught (:func:`suite.results.verify_digest`).
+Reading and writing files is :mod:`suite.results.io`; older schema versions are
+upgraded by :mod:`suite.results.migrations`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.records import StepRecord, WindowRecord
+from harness.sampler import UtilizationSample, UtilizationSummary
+from harness.stats import Summary
+from suite.config import RunConfig
+
+SCHEMA_VERSION = 2
+"""The result schema this trainbench writes (2: launch settings are the variant of the run's launcher)."""
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMA_PATH = SCHEMA_DIR / f"result-v{SCHEMA_VERSION}.schema.json"
+"""The committed JSON Schema of :data:`SCHEMA_VERSION` (``trainbench schema --write`` regenerates it)."""
+
+
+class Runtime(BaseModel):
+    """Where and how the ranks ran."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["local", "docker"] = "local"
+    launcher: str
+    command: list[str]
+    env_set: dict[str, str]
+    image: str | None = None
+    image_id: str | None = None
+
+
+class Provenance(BaseModel):
+    """Who produced the result, from which code."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite_version: str
+    git_commit: str | None
+    git_dirty: bool | None
+    created_at: str = Field(description="UTC, ISO 8601")
+
+
+class Diagnosis(BaseModel):
+    """Plain-language verdict on the input pipeline and CPU use."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["input-bound", "partly input-bound", "compute-bound"]
+    message: str
+    cpu_mean_percent: float | None
+
+
+class CostRecord(BaseModel):
+    """Price and samples per dollar (samples/s x 3600 / USD per hour)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usd_per_hour: float = Field(gt=0)
+    samples_per_dollar: float = Field(ge=0)
+    instance_type: str | None
+    pricing: str | None
+    region: str | None
+    price_source: str
+    price_date: str | None
+
+
+class Scaling(BaseModel):
+    """A data-parallel run against one process on the same CPUs with the same global batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ddp_throughput: float = Field(gt=0, description="samples/s, all ranks")
+    single_throughput: float = Field(gt=0, description="samples/s, one process")
+    single_ci95_low: float | None
+    single_ci95_high: float | None
+    efficiency: float = Field(gt=0, description="ddp_throughput / single_throughput")
+    efficiency_ci95_low: float | None
+    efficiency_ci95_high: float | None
+    method: str
+    single_result: str = Field(description="path of the single-process result file")
+    single_digest: str
+
+
+class Result(BaseModel):
+    """One run of one workload.
+
+    ``status`` is ``complete`` only when every window finished; an interrupted or
+    failed run keeps its raw records with status ``incomplete`` and no summary.
+
+    ``digest`` identifies the file as it was written: a result read from an older schema
+    version and upgraded (:mod:`suite.results.migrations`) keeps its stored digest, which
+    bands and duplicate checks cite, so it is not re-sealed.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[2] = 2
+    kind: Literal["trainbench.result"] = "trainbench.result"
+    run_id: str
+    status: Literal["complete", "incomplete"]
+    error: str | None = None
+    workload: str
+    profile: str
+    division: Literal["closed", "open"]
+    system: str
+    config: RunConfig
+    runtime: Runtime
+    world_size: int = Field(ge=1)
+    environment: dict[str, Any]
+    workload_info: dict[str, Any]
+    steps: list[StepRecord]
+    windows: list[WindowRecord]
+    utilization: list[UtilizationSample]
+    utilization_summary: UtilizationSummary | None
+    summary: Summary | None
+    diagnosis: Diagnosis | None
+    cost: CostRecord | None
+    scaling: Scaling | None = None
+    provenance: Provenance
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+
+
+def canonical_bytes(doc: dict[str, Any]) -> bytes:
+    """Canonical JSON of ``doc`` without its ``digest`` key (sorted keys, compact, UTF-8)."""
+    body = {k: v for k, v in doc.items() if k != "digest"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def compute_digest(doc: dict[str, Any]) -> str:
+    """``sha256:<hex>`` over :func:`canonical_bytes`."""
+    return "sha256:" + hashlib.sha256(canonical_bytes(doc)).hexdigest()
+
+
+def seal(fields: dict[str, Any]) -> Result:
+    """Build a :class:`Result` from its fields and set its digest.
+
+    Raises:
+        pydantic.ValidationError: a field does not fit the model.
+    """
+    draft = Result.model_validate({**fields, "digest": "sha256:" + "0" * 64})
+    doc = draft.model_dump(mode="json")
+    return draft.model_copy(update={"digest": compute_digest(doc)})
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of the result file (generated from the model; committed as SCHEMA_PATH)."""
+    schema = Result.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://trainbench.dev/schemas/result-v{SCHEMA_VERSION}.schema.json"
+    return schema
+
+
+def verify_digest(doc: dict[str, Any]) -> bool:
+    """True when ``doc['digest']`` matches its content (in the canonical form, which every
+    schema version shares)."""
+    return bool(doc.get("digest")) and doc["digest"] == compute_digest(doc)

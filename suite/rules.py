@@ -1,0 +1,199 @@
+"""Submission rules: which suite versions count, how many runs a score needs, and the closed division.
+
+The rules live in a versioned YAML file (``suite/data/division-rules.yaml``). A run is in
+the **closed** division when its resolved config equals the workload's official profile
+except for the listed tunables (threads, workers, allocator, compile, OpenMP and
+placement settings); anything else is the **open** division. The runner labels each
+result with :func:`division_for`, and the validator re-checks that label.
+
+This module is shared by the run (``suite.run``) and the validator (``suite.validation``),
+so it imports neither.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from suite.errors import BadInput
+from suite.files import FileProblem, read_config_text
+from suite.specs import SPECS_DIR, ConfigError, RunConfig, load_specs, resolve
+
+RULES_PATH = Path(__file__).resolve().parent / "data" / "division-rules.yaml"
+"""The rules file shipped with trainbench."""
+
+Division = Literal["closed", "open"]
+ScoreMethod = Literal["median", "olympic_mean"]
+
+
+class RulesError(BadInput, ValueError):
+    """The rules file is unreadable or invalid, or a workload has no official config."""
+
+
+class WorkloadRules(BaseModel):
+    """Per-workload exceptions to the general rules."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_runs: int | None = Field(None, ge=1)
+    score: ScoreMethod | None = None
+    extra_tunables: list[str] = Field(default_factory=list)
+
+
+class ClosedRules(BaseModel):
+    """What the closed division allows to change from the official profile."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tunables: list[str] = Field(description="'section.setting' keys of the resolved config")
+
+
+class Rules(BaseModel):
+    """The rules file (format ``rules_version`` 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rules_version: Literal[1]
+    suite_versions: list[str] = Field(min_length=1, description="accepted release series, 'major.minor'")
+    official_profile: str
+    min_runs: int = Field(ge=1)
+    score: ScoreMethod
+    closed: ClosedRules
+    workloads: dict[str, WorkloadRules] = Field(default_factory=dict)
+
+    def tunables(self, workload: str) -> set[str]:
+        """Keys a closed-division run of ``workload`` may change."""
+        extra = self.workloads.get(workload, WorkloadRules()).extra_tunables
+        return {*self.closed.tunables, *extra}
+
+    def min_runs_for(self, workload: str) -> int:
+        """Runs a score of ``workload`` needs."""
+        rule = self.workloads.get(workload)
+        return rule.min_runs if rule is not None and rule.min_runs is not None else self.min_runs
+
+    def score_for(self, workload: str) -> ScoreMethod:
+        """How the score of ``workload`` is taken over its runs."""
+        rule = self.workloads.get(workload)
+        return rule.score if rule is not None and rule.score is not None else self.score
+
+    def accepts_suite_version(self, version: str) -> bool:
+        """True when ``version`` (e.g. ``0.1.0``) belongs to an accepted release series."""
+        return any(version == s or version.startswith(s + ".") for s in self.suite_versions)
+
+
+@functools.lru_cache(maxsize=8)
+def load_rules(path: Path = RULES_PATH) -> Rules:
+    """Read and check the rules file (bounded, ``yaml.safe_load``).
+
+    Raises:
+        RulesError: an unreadable or oversized file, unparseable YAML, or content that
+            does not fit :class:`Rules`.
+    """
+    try:
+        raw = yaml.safe_load(read_config_text(path))
+    except FileProblem as exc:
+        raise RulesError(f"{path}: cannot read the rules file: {exc.message}; {exc.fix}") from exc
+    except yaml.YAMLError as exc:
+        raise RulesError(f"{path}: cannot read the rules file: {exc}") from exc
+    try:
+        return Rules.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
+        raise RulesError(f"{path}: invalid rules: {problems}") from exc
+
+
+def flatten_config(config: RunConfig) -> dict[str, Any]:
+    """The config as ``{"profile": ..., "params.batch_size": 128, "launch.allocator": ...}``.
+
+    Top-level scalars keep their names; the ``params``, ``windows`` and ``launch``
+    sections become ``section.key``. The ``overrides`` list is left out: what counts is
+    the resolved value, not how it was typed.
+    """
+    out: dict[str, Any] = {}
+    for key, value in config.model_dump(mode="json").items():
+        if key == "overrides":
+            continue
+        if isinstance(value, dict):
+            for sub, v in value.items():
+                out[f"{key}.{sub}"] = v
+        else:
+            out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One setting where a config differs from the official one.
+
+    Attributes:
+        key: ``section.setting``.
+        official: the official profile's value (None when the official config lacks the key).
+        actual: the run's value.
+    """
+
+    key: str
+    official: Any
+    actual: Any
+
+
+def official_config(workload: str, rules: Rules, specs_dir: Path = SPECS_DIR) -> RunConfig:
+    """The closed-division config of ``workload``: its spec's official profile, no overrides.
+
+    Raises:
+        RulesError: no spec runs ``workload``, several do, or the spec has no official profile.
+    """
+    try:
+        specs = load_specs(specs_dir)
+    except ConfigError as exc:
+        raise RulesError(str(exc)) from exc
+    matching = [s for s in specs.values() if s.name == workload] or [
+        s for s in specs.values() if s.workload == workload
+    ]
+    if len(matching) != 1:
+        found = ", ".join(s.name for s in matching) or "none"
+        raise RulesError(f"workload {workload!r}: expected one spec in {specs_dir}, found {found}")
+    spec = matching[0]
+    if rules.official_profile not in spec.profiles:
+        raise RulesError(f"workload {workload!r} has no {rules.official_profile!r} profile, so no closed division")
+    try:
+        return resolve(spec.name, rules.official_profile, [], directory=specs_dir)
+    except ConfigError as exc:
+        raise RulesError(str(exc)) from exc
+
+
+def closed_deviations(config: RunConfig, rules: Rules, specs_dir: Path = SPECS_DIR) -> list[Deviation]:
+    """Settings of ``config`` that differ from the official config and are not tunables.
+
+    An empty list means the config qualifies for the closed division.
+
+    Raises:
+        RulesError: the workload has no official config (see :func:`official_config`).
+    """
+    official = flatten_config(official_config(config.workload, rules, specs_dir))
+    actual = flatten_config(config)
+    tunables = rules.tunables(config.workload)
+    return [
+        Deviation(key, official.get(key), actual.get(key))
+        for key in sorted(set(official) | set(actual))
+        if key not in tunables and official.get(key) != actual.get(key)
+    ]
+
+
+def division_for(config: RunConfig, rules: Rules | None = None, specs_dir: Path = SPECS_DIR) -> Division:
+    """``closed`` when ``config`` is the official config up to the tunables, else ``open``.
+
+    A workload without an official profile has no closed division, so its runs are open.
+
+    Raises:
+        RulesError: the rules file is invalid.
+    """
+    rules = rules or load_rules()
+    try:
+        return "open" if closed_deviations(config, rules, specs_dir) else "closed"
+    except RulesError:
+        return "open"

@@ -1,0 +1,88 @@
+"""What a run is asked for (:class:`RunOptions`), what it produced (:class:`RunOutcome`), and its errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from suite.errors import BadInput, TrainbenchError
+
+if TYPE_CHECKING:  # launch imports the errors below; the plan is only a type here
+    from suite.results import Result
+    from suite.run.launch import LaunchPlan
+
+Wrap = Callable[["LaunchPlan", Path], "LaunchPlan"]
+"""A runtime wrapper: the local launch plan and the run directory -> the plan to execute instead."""
+ProgressCallback = Callable[[dict[str, Any]], None]
+"""Receives each progress event: a step record as :meth:`harness.records.StepRecord.to_dict`."""
+
+
+class RunError(TrainbenchError, RuntimeError):
+    """The run could not produce a complete result. ``result_path`` points at what was kept.
+
+    ``exit_code`` is 130 for an interrupted run, else the rank's own exit status when it
+    gave one (> 0), else 1.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, result_path: Path | None = None, exit_code: int = 1) -> None:
+        super().__init__(message, exit_code=exit_code)
+        self.result_path = result_path
+
+
+class ResultElsewhere(Exception):
+    """A multi-host run finished here, but global rank 0, which writes the result, ran on another host."""
+
+
+class PreflightError(BadInput, ValueError):
+    """The environment cannot host the run (checked before it starts)."""
+
+
+class LaunchError(BadInput, RuntimeError):
+    """The requested launch environment cannot be set up (e.g. a missing allocator or numactl)."""
+
+
+@dataclass
+class RunOptions:
+    """Where results go and how cost is computed.
+
+    Attributes:
+        output_dir: root of the result tree; a run writes ``<output_dir>/<workload>/<stamp>-<id>/``.
+        tracking_uri: MLflow tracking URI, or None to skip MLflow.
+        system: system name recorded in the result (default: the host name).
+        price_per_hour: USD/hour of the machine, or None.
+        instance_type: instance type to look up in the price table, or None.
+        pricing: ``on-demand`` or ``spot`` (price-table lookups only).
+        region: region for price-table lookups, or None.
+        wrap: optional runtime wrapper, called with the local launch plan and the
+            run directory; it returns the plan to execute instead (e.g. the same rank
+            command inside ``docker run``). The run directory holds the job, the
+            measurement and the progress files, so a wrapper must make it visible to
+            the rank at the same path.
+        parent_run_id: MLflow run to log this run under (a sweep's parent).
+    """
+
+    output_dir: Path
+    tracking_uri: str | None
+    system: str | None = None
+    price_per_hour: float | None = None
+    instance_type: str | None = None
+    pricing: str = "on-demand"
+    region: str | None = None
+    wrap: Wrap | None = None
+    parent_run_id: str | None = None
+
+
+@dataclass
+class RunOutcome:
+    """What a finished run produced."""
+
+    result: Result
+    result_path: Path
+    timeline_path: Path
+    mlflow_run_id: str | None = None
+    tracking_error: str | None = None
+    artifacts: list[Path] = field(default_factory=list)

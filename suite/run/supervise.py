@@ -1,0 +1,255 @@
+"""Supervising the ranks of a run: start their process group, follow their progress, stop them,
+and rebuild what a dead rank left behind.
+
+The launcher runs in its own process group, so stopping it stops every rank and
+DataLoader worker and leaves no orphans. Each rank writes a
+:class:`workloads.measurement.RankMeasurement` and appends its step records to a progress
+log (a write-ahead log), so a rank that dies still leaves its steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+from harness.records import StepRecord
+from suite.config import RunConfig, TorchrunLaunch
+from suite.run.launch import LaunchPlan, plan_launch
+from suite.run.options import ProgressCallback, Wrap
+from workloads.measurement import RankMeasurement
+
+STOP_GRACE_S = 30.0
+"""Seconds an interrupted rank gets to write its partial measurement before it is killed."""
+INTERRUPTED = "interrupted (SIGINT)"
+"""The error of a run stopped by Ctrl-C or SIGTERM to trainbench (``interrupted`` starts it: exit 130)."""
+
+
+def _tail_progress(path: Path, offset: int, on_progress: ProgressCallback | None) -> int:
+    """Feed complete new lines of the progress log to ``on_progress``; returns the new offset."""
+    if not path.exists():
+        return offset
+    with path.open() as f:
+        f.seek(offset)
+        while True:
+            line = f.readline()
+            if not line.endswith("\n"):
+                break
+            offset += len(line.encode())
+            if on_progress is not None:
+                try:
+                    on_progress(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    return offset
+
+
+def steps_from_log(path: Path) -> list[StepRecord]:
+    """Step records from a rank's progress log (complete lines only; a torn last line is dropped)."""
+    if not path.exists():
+        return []
+    steps = []
+    for line in path.read_text(errors="replace").splitlines(keepends=True):
+        if not line.endswith("\n"):
+            break
+        try:
+            steps.append(StepRecord.from_dict(json.loads(line)))
+        except (json.JSONDecodeError, KeyError, ValueError, TypeError):
+            break
+    return steps
+
+
+def death_reason(code: int | None, hung_s: float | None) -> str:
+    """Why a rank ended without finishing, in words.
+
+    Args:
+        code: the exit status of the process the runner started (the rank, its launcher,
+            or ``docker run``). Negative: killed by that signal (Popen's convention).
+            128 + N: the shell's and Docker's convention for "the process inside was
+            killed by signal N" (e.g. 137 = SIGKILL, which is what an out-of-memory kill
+            inside a container with ``--memory`` reports).
+        hung_s: seconds without a finished step when the runner killed a hung rank, or None.
+    """
+    if hung_s is not None:
+        return (
+            f"the rank finished no step for {hung_s:.0f} s (startup_timeout_s / stall_timeout_s) and was killed as hung"
+        )
+    hint = " (the kernel's out-of-memory killer sends SIGKILL: lower batch_size or set memory_limit_mb)"
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        return f"the rank was killed by {name}" + (hint if -code == signal.SIGKILL else "")
+    if code is not None and code > 128 and (code - 128) in signal.valid_signals():
+        sig = signal.Signals(code - 128)
+        return (
+            f"the rank exited with code {code} (128 + {sig.name}: it was killed by {sig.name} inside its container "
+            "or launcher)" + (hint if sig == signal.SIGKILL else "")
+        )
+    return f"the rank exited with code {code} before finishing"
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Send ``sig`` to the rank's whole process group (launcher, ranks, DataLoader workers)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+class _ProcessTree:
+    """Every process the run started, remembered while they are alive.
+
+    Launchers such as torchrun start ranks in sessions of their own, where a signal
+    to the launcher's process group does not reach them, and a launcher that is
+    killed leaves its ranks behind; remembering the tree lets the runner kill them.
+    """
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.known: dict[int, float] = {}
+
+    def refresh(self) -> None:
+        with contextlib.suppress(psutil.Error):
+            for p in psutil.Process(self.root).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    self.known.setdefault(p.pid, p.create_time())
+
+    def kill_all(self) -> None:
+        for pid, created in self.known.items():
+            with contextlib.suppress(psutil.Error):
+                p = psutil.Process(pid)
+                if p.create_time() == created:
+                    p.kill()
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: int) -> None:
+    _signal_group(proc, sig)
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait()
+
+
+def _local_rank_files(run_dir: Path, stem: str, suffix: str) -> list[Path]:
+    """Rank 0's file first, then ``<stem>-rank<r><suffix>`` in rank order."""
+    others = sorted(run_dir.glob(f"{stem}-rank*{suffix}"), key=lambda p: int(p.stem.rsplit("-rank", 1)[1]))
+    return [run_dir / f"{stem}{suffix}", *others]
+
+
+def _partial_ranks(run_dir: Path, reason: str) -> tuple[list[RankMeasurement], str]:
+    """Whatever each local rank left behind (its measurement file, else its progress log), and the error.
+
+    The error names every rank that failed, the ones that failed first (rather than
+    being stopped by the launcher because another rank failed) first.
+    """
+    ranks = []
+    for mpath in _local_rank_files(run_dir, "measurement", ".json"):
+        m = RankMeasurement.read(mpath)
+        if m is None:
+            continue  # no rank of that number ran on this host, or it died before writing anything
+        if not m.finished:
+            suffix = mpath.stem.removeprefix("measurement")
+            m.steps, m.windows = steps_from_log(run_dir / f"progress{suffix}.jsonl"), []
+            m.error = "stopped without finishing (killed, crashed or hung)"
+        m.complete = False
+        ranks.append(m)
+    failures = [(m.rank, str(m.error)) for m in ranks if m.error]
+    failures.sort(key=lambda f: f[1].startswith("interrupted"))
+    detail = "; ".join(f"rank {r}: {e}" for r, e in failures)
+    return ranks, f"{detail}; {reason}" if detail else reason
+
+
+def launch_rank(
+    config: RunConfig,
+    run_dir: Path,
+    on_progress: ProgressCallback | None = None,
+    wrap: Wrap | None = None,
+) -> tuple[RankMeasurement | None, LaunchPlan, int]:
+    """Start the rank(s), follow their progress and return the measurement.
+
+    On Ctrl-C (or SIGTERM to trainbench) the group is told to stop (SIGINT), given
+    STOP_GRACE_S to write what it measured, then killed. If no rank finishes a first
+    step within ``launch.startup_timeout_s``, or a next step within
+    ``launch.stall_timeout_s``, the run is killed as hung. A run that dies without its
+    final measurement gets one rebuilt from each local rank's files and progress log,
+    marked incomplete with the reason. A distributed run's measurement holds every
+    rank's records under ``ranks`` (gathered on global rank 0).
+
+    Returns:
+        (measurement, the launch plan that ran, exit_code). The measurement is None when
+        this host's ranks of a multi-host run finished and global rank 0, which writes
+        the result, ran on another host.
+    """
+    job = run_dir / "job.json"
+    out = run_dir / "measurement.json"
+    progress = run_dir / "progress.jsonl"
+    log = run_dir / "rank0.log"
+    plan = plan_launch(config.launch, job, out, progress)
+    job_doc = config.job()
+    if plan.placement:
+        job_doc["placement"] = plan.placement
+    job.write_text(json.dumps(job_doc, indent=1))
+    if wrap is not None:
+        plan = wrap(plan, run_dir)
+    offset = 0
+    seen = 0
+    interrupted = False
+    hung_s: float | None = None
+    startup, stall = config.launch.startup_timeout_s, config.launch.stall_timeout_s
+    with log.open("w") as logf:
+        proc = subprocess.Popen(
+            plan.command, env=plan.environ(), stdout=logf, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        last_step = time.monotonic()
+        tree = _ProcessTree(proc.pid)
+        try:
+            while proc.poll() is None:
+                tree.refresh()
+                offset = _tail_progress(progress, offset, on_progress)
+                size = sum(p.stat().st_size for p in run_dir.glob("progress*.jsonl"))
+                now = time.monotonic()
+                if size != seen:
+                    seen, last_step = size, now
+                elif now - last_step > (stall if seen else startup):
+                    hung_s = now - last_step
+                    tree.kill_all()
+                    _signal_group(proc, signal.SIGKILL)
+                    proc.wait()
+                    break
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            interrupted = True
+            _stop(proc, signal.SIGINT)
+        finally:
+            if proc.poll() is None:
+                _stop(proc, signal.SIGTERM)
+            _signal_group(proc, signal.SIGKILL)  # nothing of the run outlives it
+            tree.kill_all()
+    _tail_progress(progress, offset, on_progress)
+    code = proc.returncode
+    reason = INTERRUPTED if interrupted else f"{death_reason(code, hung_s)}; see {log}"
+    measurement = RankMeasurement.read(out)
+    hosts = config.launch.host_count()
+    if hosts > 1 and code == 0 and not interrupted and not out.exists():
+        return None, plan, code
+    m = measurement or RankMeasurement()
+    distributed = plan.processes > 1 or hosts > 1
+    if distributed and not (m.complete and m.ranks):
+        ranks, error = _partial_ranks(run_dir, reason)
+        first = ranks[0] if ranks else RankMeasurement()
+        m = first.model_copy(update={"ranks": ranks, "complete": False, "error": error})
+    elif not m.finished:
+        m.complete, m.error, m.steps, m.windows = False, reason, steps_from_log(progress), []
+    elif interrupted and m.error is None:
+        m.complete, m.error = False, INTERRUPTED
+    return m, plan, code
+
+
+def compares_single(config: RunConfig, plan: LaunchPlan) -> bool:
+    """True when a complete run of ``config`` is followed by the single-process comparison
+    (torchrun with NUMA placement and ``compare_single``)."""
+    return bool(plan.placement) and isinstance(config.launch, TorchrunLaunch) and config.launch.compare_single

@@ -1,0 +1,283 @@
+"""Scoring the runs of a tree: duplicates, groups of runs by configuration, each group's score
+against its reference band, and measured bands against the runs they cite.
+
+Runs of one workload on one system are scored per configuration: a group of runs with
+the same division and resolved config needs the rules' number of valid runs, and its
+score (median or olympic mean of samples/s) is checked against the reference band.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from suite.cost import samples_per_dollar_or_none
+from suite.results import Result
+from suite.rules import flatten_config
+from suite.validation.bands import BandsFile, MeasuredRuns, ReferenceBand, score
+from suite.validation.findings import Findings, Severity
+from suite.validation.outcomes import GroupOutcome, RunEntry, TreeRuns
+from suite.validation.result_checks import measurement_fingerprint
+
+
+def score_runs(found: TreeRuns) -> list[GroupOutcome]:
+    """Flag duplicate runs, score every group of runs, check measured bands against their runs.
+
+    Adds its findings to ``found.findings`` and returns the groups (their ``errors`` not yet
+    counted: :func:`attribute`, after ``--strict`` promotes warnings).
+    """
+    _duplicates(found)
+    groups = _groups(found)
+    _band_provenance(found)
+    return groups
+
+
+def _config_id(result: Result) -> str:
+    body = json.dumps(flatten_config(result.config), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()[:12]
+
+
+def _duplicates(walk: TreeRuns) -> None:
+    digests: dict[str, str] = {}
+    prints: dict[str, str] = {}
+    for e in walk.entries:
+        if not e.valid:
+            continue
+        if e.result.digest in digests:
+            walk.findings.error(
+                "duplicate-run",
+                e.where,
+                f"the same run as {digests[e.result.digest]} (digest {e.result.digest[:19]}...)",
+                "submit each run once",
+            )
+            e.valid = False
+            continue
+        digests[e.result.digest] = e.where
+        fp = measurement_fingerprint(e.result)
+        if fp in prints:
+            walk.findings.error(
+                "duplicate-measurement",
+                e.where,
+                f"the same raw step records as {prints[fp]}: one measurement submitted twice",
+                "submit each measured run once",
+            )
+            e.valid = False
+            continue
+        prints[fp] = e.where
+
+
+def _band_check(walk: TreeRuns, g: GroupOutcome, names: list[str], flat: dict[str, Any]) -> None:
+    if g.score is None:
+        return
+    band = find_band(walk.bands, g.workload, g.division, names, "throughput", flat)
+    g.band = band
+    if band is None:
+        walk.findings.warning(
+            "no-band",
+            g.where,
+            f"no reference band for {g.workload} ({g.division}) on {' / '.join(names)} with "
+            "this config; the score was not checked against one",
+            "derive one from at least 5 runs: trainbench bands derive RESULTS... --system ... "
+            f"--division {g.division} --write",
+        )
+        return
+    g.verdict = band.verdict(g.score)
+    text = f"score {g.score:.4g} samples/s vs band {band.name!r}: {band.describe()}"
+    if g.verdict == "below":
+        walk.findings.error(
+            "below-band",
+            g.where,
+            f"{text}: below the band",
+            "find what slowed the runs (see each result's diagnosis and steady state) and re-run",
+        )
+    elif g.verdict == "above" and g.division == "closed":
+        walk.findings.error(
+            "above-band",
+            g.where,
+            f"{text}: faster than the band: check the measurement",
+            "check the runs really used the official config and timing; if the system is faster, "
+            "derive a new band from at least 5 runs with its provenance",
+        )
+    elif g.verdict == "above":
+        walk.findings.warning(
+            "above-band",
+            g.where,
+            f"{text}: faster than the band",
+            "check the measurement; open-division changes may explain it",
+        )
+    else:
+        walk.findings.info("in-band", g.where, f"{text}: inside")
+    if g.samples_per_dollar is not None:
+        spd_band = find_band(walk.bands, g.workload, g.division, names, "samples_per_dollar", flat)
+        if spd_band is not None and spd_band.verdict(g.samples_per_dollar) == "below":
+            walk.findings.error(
+                "below-band",
+                g.where,
+                f"samples per dollar {g.samples_per_dollar:.4g} is below band {spd_band.name!r}: {spd_band.describe()}",
+                "check the price and the runs",
+            )
+
+
+def _groups(walk: TreeRuns) -> list[GroupOutcome]:
+    rules = walk.ctx.rules
+    by_key: dict[tuple[str, str, str, str, str], list[RunEntry]] = {}
+    for e in walk.entries:
+        if e.result.status == "complete":
+            key: tuple[str, str, str, str, str] = (
+                e.submitter,
+                e.system,
+                e.workload,
+                e.result.division,
+                _config_id(e.result),
+            )
+            by_key.setdefault(key, []).append(e)
+    dirs: dict[tuple[str, str, str], int] = {}
+    for k in by_key:
+        dirs[k[:3]] = dirs.get(k[:3], 0) + 1
+    out = []
+    for (submitter, system, workload, division, config_id), members in sorted(by_key.items()):
+        first = members[0].result
+        base = members[0].where.rsplit("/", 1)[0]
+        where = f"{base} [{division}, profile {first.profile}, config {config_id}]"
+        if dirs[(submitter, system, workload)] > 1:
+            walk.findings.info(
+                "mixed-config",
+                where,
+                f"{len(members)} of the runs in {base} share this division "
+                "and config; each configuration is scored on its own",
+            )
+        valid = [m for m in members if m.valid]
+        values = [m.result.summary.throughput for m in valid if m.result.summary is not None]
+        required = rules.min_runs_for(workload)
+        method = rules.score_for(workload)
+        if len(values) < required:
+            bad = len(members) - len(valid)
+            walk.findings.error(
+                "too-few-runs",
+                where,
+                f"{len(values)} valid run(s) of the {required} a score needs"
+                + (f" ({bad} run(s) with errors, listed above)" if bad else ""),
+                f"submit at least {required} complete, valid runs of this configuration",
+            )
+        desc = walk.systems.get((submitter, system))
+        price = desc.price.usd_per_hour if desc is not None else None
+        value: float | None = None
+        if values and not (method == "olympic_mean" and len(values) < 3):
+            value = score(values, method)
+            walk.findings.info(
+                "score",
+                where,
+                f"score {value:.4g} samples/s ({method.replace('_', ' ')} of "
+                f"{len(values)} runs: {', '.join(f'{v:.4g}' for v in values)})",
+            )
+        g = GroupOutcome(
+            submitter,
+            system,
+            workload,
+            division,
+            first.profile,
+            config_id,
+            where,
+            runs=[m.where for m in members],
+            valid_runs=len(values),
+            required_runs=required,
+            throughputs=values,
+            score=value,
+            score_method=method,
+            usd_per_hour=price,
+            samples_per_dollar=samples_per_dollar_or_none(value, price),
+            band=None,
+            verdict=None,
+        )
+        g.config_summary = config_summary(first)
+        g.computed = {k: first.config.params[k] for k in COMPUTED_PARAMS if k in first.config.params}
+        names = desc.band_names() if desc is not None else [system]
+        _band_check(walk, g, names, flatten_config(first.config))
+        out.append(g)
+    return out
+
+
+COMPUTED_PARAMS = ("batch_size", "precision", "channels_last", "image_size", "data")
+"""Settings that change what a ResNet-style step computes (not how fast it is executed); an
+open-division figure is comparable only with one that has the same values."""
+
+
+def config_summary(result: Result) -> str:
+    """A short description of a run's config: profile, batch size, precision, memory format, overrides."""
+    p = result.config.params
+    parts = [f"{result.profile} profile"]
+    if "batch_size" in p:
+        parts.append(f"batch {p['batch_size']}")
+    if "precision" in p:
+        parts.append(str(p["precision"]) + (" + channels_last" if p.get("channels_last") else ""))
+    if result.config.overrides:
+        parts.append("--set " + " ".join(result.config.overrides))
+    return ", ".join(parts)
+
+
+def _band_provenance(walk: TreeRuns) -> None:
+    by_digest = {e.result.digest: e for e in walk.entries if e.valid}
+    for band in walk.bands.bands:
+        src = band.source
+        if not isinstance(src, MeasuredRuns) or band.metric != "throughput":
+            continue
+        found = [by_digest[d] for d in src.runs if d in by_digest]
+        if not found:
+            continue
+        where = f"bands.yaml#{band.name}"
+        if len(found) < len(src.runs):
+            walk.findings.warning(
+                "band-provenance",
+                where,
+                f"{len(found)} of the band's {len(src.runs)} runs are in this tree",
+                "commit every run a measured band was derived from",
+            )
+            continue
+        values = [e.result.summary.throughput for e in found if e.result.summary is not None]
+        if not values or not math.isclose(score(values, "median"), band.value, rel_tol=1e-9):
+            walk.findings.error(
+                "band-provenance",
+                where,
+                f"the band's value {band.value} is not the median of its runs "
+                f"({', '.join(f'{v:.6g}' for v in values)})",
+                "re-derive the band with trainbench bands derive",
+            )
+
+
+def attribute(groups: list[GroupOutcome], findings: Findings, system_files: dict[tuple[str, str], str]) -> None:
+    for g in groups:
+        prefixes = (g.where, *g.runs, system_files.get((g.submitter, g.system), ""))
+        g.errors = sum(1 for f in findings if f.severity is Severity.ERROR and f.where.split("#")[0] in prefixes)
+
+
+def find_band(
+    bands: BandsFile,
+    workload: str,
+    division: str,
+    systems: Sequence[str],
+    metric: str,
+    flat_config: dict[str, Any],
+) -> ReferenceBand | None:
+    """The band for a set of runs, or None.
+
+    Args:
+        systems: the names the runs' system goes by, most specific first (system name,
+            system class, instance type); a band for an earlier name wins.
+        flat_config: the runs' config from :func:`suite.rules.flatten_config`.
+
+    Among the bands that apply, the one for the most specific system name wins, then
+    the one with the most conditions.
+    """
+    best: tuple[int, int, ReferenceBand] | None = None
+    for band in bands.bands:
+        if band.workload != workload or band.division != division or band.metric != metric:
+            continue
+        if band.system not in systems or not band.applies_to(flat_config):
+            continue
+        rank = (systems.index(band.system), -len(band.conditions))
+        if best is None or rank < best[:2]:
+            best = (*rank, band)
+    return best[2] if best else None
