@@ -1,13 +1,19 @@
 """Container images and the Docker runtime: the only part of trainbench that talks to Docker.
 
-- :mod:`suite.containers.images`: the image registry, reproducible build contexts,
-  reuse of images whose inputs (lock files, Dockerfile, sources) are unchanged, and
-  builds through the Docker SDK with the build log streamed.
-- :mod:`suite.containers.lock`: the hash-pinned lock files the images install with
-  ``pip --require-hashes`` (generated with ``uv pip compile --generate-hashes``).
-- :mod:`suite.containers.base`: an offline Debian base image (debootstrap + ``docker import``).
-- :mod:`suite.containers.runtime`: ``trainbench run --runtime docker``: the rank's
-  command inside ``docker run``, with the run directory mounted at the same path.
+- :mod:`suite.containers.images`: the image registry, reproducible build contexts and
+  the inputs digest that decides whether an image can be reused;
+- :mod:`suite.containers.build`: builds through the Docker SDK with the build log
+  streamed, or reuse of an image whose inputs are unchanged;
+- :mod:`suite.containers.requirements` and :mod:`suite.containers.lock`: what each
+  hash-pinned lock file pins, and checking or generating them (``pip --require-hashes``,
+  ``uv pip compile --generate-hashes``);
+- :mod:`suite.containers.base`: an offline Debian base image (debootstrap + ``docker import``);
+- :mod:`suite.containers.docker_args` and :mod:`suite.containers.runtime`:
+  ``trainbench run --runtime docker``: the rank's command inside ``docker run`` (built
+  without the SDK), with the run directory mounted at the same path;
+- :mod:`suite.containers.service`: the tf.data service in CPU-pinned containers;
+- :mod:`suite.containers.engine` and :mod:`suite.containers.errors`: the engine's address
+  and the errors (importable without the SDK).
 
 Their commands are ``suite.commands.images`` (``trainbench images``) and the ``--runtime``
 options of ``suite.commands.options``.
