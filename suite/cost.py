@@ -133,7 +133,8 @@ def compute_cost(
         The cost, or ``None`` when neither a price nor an instance type is given.
 
     Raises:
-        PriceTableError: both ``price_per_hour`` and ``instance_type`` are given, or the lookup fails.
+        PriceTableError: both ``price_per_hour`` and ``instance_type`` are given, a given price is not
+            positive and finite, or the lookup fails.
         ValueError: the price is not positive or the throughput is negative or not finite.
     """
     if price_per_hour is not None and instance_type is not None:
@@ -143,6 +144,10 @@ def compute_cost(
             "in the price table."
         )
     if price_per_hour is not None:
+        if not math.isfinite(price_per_hour) or price_per_hour <= 0:
+            raise PriceTableError(
+                f"--price-per-hour {price_per_hour!r}: give the machine's price as a positive number of USD per hour"
+            )
         return Cost(
             usd_per_hour=price_per_hour,
             samples_per_dollar=samples_per_dollar(throughput, price_per_hour),

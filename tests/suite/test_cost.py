@@ -374,3 +374,11 @@ def test_oversized_price_table_is_refused(tmp_path: Path) -> None:
         f.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk used
     with pytest.raises(PriceTableError, match=r"over the .*-byte limit"):
         load_price_table(path)
+
+
+@pytest.mark.parametrize("price", [-1.0, 0.0, float("nan"), float("inf")])
+def test_a_bad_price_on_the_command_line_is_bad_input(price: float) -> None:
+    """``--price-per-hour -1`` was a traceback from the preflight; it is a clear error with exit 2."""
+    with pytest.raises(PriceTableError, match="positive number of USD per hour") as info:
+        compute_cost(1.0, price_per_hour=price)
+    assert info.value.exit_code == 2

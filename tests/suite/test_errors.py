@@ -65,3 +65,14 @@ def test_the_group_maps_an_error_to_its_message_and_status_once() -> None:
     assert out.exit_code == 2 and "malloc_conf applies to allocator=jemalloc only" in out.output
     out = runner.invoke(cli, ["fail", "tracking"])
     assert out.exit_code == 3 and "error: MLflow is down" in out.output
+
+
+def test_every_command_module_is_registered_once() -> None:
+    """Every module of suite/commands with commands is in AREAS (none forgotten, none twice)."""
+    import suite.commands as commands
+
+    package = Path(commands.__file__).parent
+    modules = sorted(p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "options"))
+    assert sorted(commands.AREAS) == modules
+    names = [c.name for c in commands.main.commands.values()]
+    assert len(names) == len(set(names)) and {"run", "validate", "images", "bands"} <= set(names)
