@@ -20,6 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from suite.config import LAUNCHERS
 from suite.errors import BadInput
 from suite.files import FileProblem, read_config_text
 from suite.specs import SPECS_DIR, ConfigError, RunConfig, load_specs, resolve
@@ -169,7 +170,10 @@ def official_config(workload: str, rules: Rules, specs_dir: Path = SPECS_DIR) ->
 def closed_deviations(config: RunConfig, rules: Rules, specs_dir: Path = SPECS_DIR) -> list[Deviation]:
     """Settings of ``config`` that differ from the official config and are not tunables.
 
-    An empty list means the config qualifies for the closed division.
+    An empty list means the config qualifies for the closed division. A launch setting
+    that only one side's launcher has counts as left at its default on the other side
+    (:func:`launch_defaults`), so a change of launcher alone is judged as before the
+    launch variants: by ``launch.launcher`` and any setting actually changed.
 
     Raises:
         RulesError: the workload has no official config (see :func:`official_config`).
@@ -177,11 +181,23 @@ def closed_deviations(config: RunConfig, rules: Rules, specs_dir: Path = SPECS_D
     official = flatten_config(official_config(config.workload, rules, specs_dir))
     actual = flatten_config(config)
     tunables = rules.tunables(config.workload)
-    return [
-        Deviation(key, official.get(key), actual.get(key))
-        for key in sorted(set(official) | set(actual))
-        if key not in tunables and official.get(key) != actual.get(key)
-    ]
+    defaults = launch_defaults()
+    out = []
+    for key in sorted(set(official) | set(actual)):
+        was, now = official.get(key, defaults.get(key)), actual.get(key, defaults.get(key))
+        if key not in tunables and was != now:
+            out.append(Deviation(key, was, now))
+    return out
+
+
+def launch_defaults() -> dict[str, Any]:
+    """``launch.<setting> -> default`` of every launcher's settings (one default per setting)."""
+    return {
+        f"launch.{key}": field.default
+        for variant in LAUNCHERS.values()
+        for key, field in variant.model_fields.items()
+        if key != "launcher"
+    }
 
 
 def division_for(config: RunConfig, rules: Rules | None = None, specs_dir: Path = SPECS_DIR) -> Division:

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from suite.files import MAX_FILE_BYTES, FileProblem, link_problem, parse_json, read_bounded
-from suite.rules import Rules, load_rules
+from suite.rules import Rules, closed_deviations, division_for, load_rules
+from suite.specs import resolve
 from suite.validation import bands as bands_module
 from suite.validation import systems
 from suite.validation.bands import BANDS_PATH, Citation, ReferenceBand, score
@@ -160,3 +161,13 @@ def test_rules_file() -> None:
     )
     assert "params.batch_size" not in rules.tunables("resnet50-cpu")
     assert rules.accepts_suite_version("0.1.0") and not rules.accepts_suite_version("0.10.0")
+
+
+def test_a_change_of_launcher_alone_keeps_the_closed_label() -> None:
+    """Launch settings are per launcher: a setting only the other launcher has counts as left at
+    its default, so the closed division is judged as before the launch variants."""
+    rules = load_rules()
+    assert division_for(resolve("resnet50-cpu", "official", ["launcher=run_cpu"]), rules) == "closed"
+    assert division_for(resolve("resnet50-cpu", "official", ["launcher=torchrun"]), rules) == "closed"
+    moved = resolve("resnet50-cpu", "official", ["launcher=torchrun", "nnodes=2", "rdzv_endpoint=h:29400"])
+    assert [d.key for d in closed_deviations(moved, rules)] == ["launch.nnodes", "launch.rdzv_endpoint"]
