@@ -80,7 +80,7 @@ def test_inputs_digest_follows_sources_base_and_build_args(tmp_path: Path) -> No
     assert inputs_digest(image, base1, root) == digest
     assert inputs_digest(image, {"BASE_IMAGE": "sha256:base2"}, root) != digest
     assert inputs_digest(image, {**base1, "PIP_INDEX_URL": "https://mirror/simple"}, root) != digest
-    cli = root / "suite" / "cli.py"
+    cli = root / "suite" / "commands" / "__init__.py"
     cli.write_text(cli.read_text() + "\n# changed\n")
     assert inputs_digest(image, base1, root) != digest
 
