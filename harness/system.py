@@ -18,6 +18,8 @@ from typing import Any
 
 import psutil
 
+from harness.isa import read_isa
+
 PERF_ENV_PATTERN = re.compile(
     r"^(OMP_|KMP_|GOMP_|MKL_|LD_PRELOAD$|MALLOC_CONF$|TCMALLOC_|CUDA_VISIBLE_DEVICES$|NCCL_|"
     r"PYTORCH_|TORCH_|TORCHINDUCTOR_|HOROVOD_|DNNL_|ONEDNN_|OPENBLAS_|TRAINBENCH_)"
@@ -196,13 +198,19 @@ def _torch() -> dict[str, Any] | None:
     return out
 
 
-def capture_system() -> dict[str, Any]:
+def capture_system(*, probe_onednn: bool = False) -> dict[str, Any]:
     """Describe the machine and this process as a JSON-ready dict.
 
-    Keys: host, cpu, numa_nodes, binding, memory, gpus, python, libraries,
-    torch (when imported), env (performance-relevant variables), loaded_libraries,
-    container. Slow parts (py-cpuinfo) take about a second; call it outside the
-    measured windows.
+    Keys: host, cpu, isa (:meth:`harness.isa.IsaInfo.to_dict`: matrix flags, the caps
+    ``ONEDNN_MAX_CPU_ISA``/``ATEN_CPU_CAPABILITY``, effective flags, ``bf16_native``,
+    torch's CPU capability when torch is imported), numa_nodes, binding, memory, gpus,
+    python, libraries, torch (when imported), env (performance-relevant variables),
+    loaded_libraries, container. Slow parts (py-cpuinfo) take about a second; call it
+    outside the measured windows.
+
+    Args:
+        probe_onednn: also ask oneDNN for its ISA (``isa.onednn_isa``); starts a Python
+            that imports torch, so it costs seconds (:func:`harness.isa.probe_onednn_isa`).
     """
     vm = psutil.virtual_memory()
     libs = {}
@@ -216,6 +224,7 @@ def capture_system() -> dict[str, Any]:
             "kernel": platform.release(),
         },
         "cpu": _cpu(),
+        "isa": read_isa(probe_onednn=probe_onednn).to_dict(),
         "numa_nodes": numa_topology(),
         "binding": process_binding(),
         "memory": {"total_bytes": vm.total, "available_bytes": vm.available},
