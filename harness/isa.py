@@ -2,7 +2,7 @@
 
 Detection is a pure function of ``/proc/cpuinfo``'s text, the machine architecture and the
 environment (:func:`detect_isa`), so every CPU class can be tested on any machine;
-:func:`read_isa` feeds it from this machine. The *effective* ISA is the CPU's flags capped
+:func:`harness.system.read_isa` feeds it from this machine. The *effective* ISA is the CPU's flags capped
 by the two switches that limit what torch dispatches to:
 
 - ``ONEDNN_MAX_CPU_ISA`` (older name ``DNNL_MAX_CPU_ISA``): oneDNN's CPU dispatcher control,
@@ -21,74 +21,50 @@ channels_last ran about 14x slower than fp32 (shared/ENVIRONMENT.md).
 
 from __future__ import annotations
 
-import os
-import platform
-import re
-import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-X86_FEATURES = (
-    "avx2",
-    "avx512f",
-    "avx512_bf16",
-    "avx512_fp16",
-    "avx512_vnni",
-    "avx_vnni",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-)
+X86_FEATURES: tuple[str, ...] = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni")
+X86_FEATURES += ("amx_tile", "amx_bf16", "amx_int8")
 """Matrix-relevant x86 flags, spelled as Linux prints them in /proc/cpuinfo."""
 
 ARM_FEATURES = ("bf16", "sve", "sve2", "i8mm")
 """Matrix-relevant aarch64 features, spelled as Linux prints them in /proc/cpuinfo."""
 
-_AVX512 = {"avx2", "avx512f"}
-_ONEDNN_X86_CAPS: dict[str, frozenset[str]] = {
-    "SSE41": frozenset(),
-    "AVX": frozenset(),
-    "AVX2": frozenset({"avx2"}),
-    "AVX2_VNNI": frozenset({"avx2", "avx_vnni"}),
-    "AVX2_VNNI_2": frozenset({"avx2", "avx_vnni"}),
-    "AVX512_CORE": frozenset(_AVX512),
-    "AVX512_CORE_VNNI": frozenset(_AVX512 | {"avx512_vnni"}),
-    "AVX512_CORE_BF16": frozenset(_AVX512 | {"avx512_vnni", "avx512_bf16"}),
-}
-_FP16 = _ONEDNN_X86_CAPS["AVX512_CORE_BF16"] | {"avx512_fp16", "avx_vnni"}
-_AMX = _FP16 | {"amx_tile", "amx_bf16", "amx_int8"}
-_ONEDNN_X86_CAPS.update(
-    {
+_CORE = "avx2 avx512f"
+_BF16 = f"{_CORE} avx512_vnni avx512_bf16"
+_FP16 = f"{_BF16} avx512_fp16 avx_vnni"
+_AMX = f"{_FP16} amx_tile amx_bf16 amx_int8"
+_ONEDNN_X86_CAPS = {
+    name: frozenset(features.split())
+    for name, features in {
+        "SSE41": "",
+        "AVX": "",
+        "AVX2": "avx2",
+        "AVX2_VNNI": "avx2 avx_vnni",
+        "AVX2_VNNI_2": "avx2 avx_vnni",  # bf16 conversions, no bf16 dot products
+        "AVX512_CORE": _CORE,
+        "AVX512_CORE_VNNI": f"{_CORE} avx512_vnni",
+        "AVX512_CORE_BF16": _BF16,
         "AVX10_1_512": _FP16,
         "AVX512_CORE_FP16": _FP16,
         "AVX10_1_512_AMX": _AMX,
         "AVX512_CORE_AMX": _AMX,
         "AVX10_1_512_AMX_FP16": _AMX,
         "AVX512_CORE_AMX_FP16": _AMX,
-    }
-)
+    }.items()
+}
 """Features each documented ``ONEDNN_MAX_CPU_ISA`` value still lets oneDNN use (``DEFAULT``: all)."""
 
 _ONEDNN_ARM_CAPS = {"ASIMD": frozenset({"bf16", "i8mm"})}
 """On aarch64 oneDNN's SVE_128/256/512 keep SVE; ASIMD drops it (bf16 stays: BFMMLA is Advanced SIMD)."""
 
-_ATEN_X86_CAPS = {
-    "default": frozenset(),
-    "avx2": frozenset({"avx2", "avx_vnni"}),
-    "avx512": frozenset(X86_FEATURES),
-}
+_ATEN_X86_CAPS = {"default": frozenset(), "avx2": frozenset({"avx2", "avx_vnni"}), "avx512": frozenset(X86_FEATURES)}
 _ATEN_ARM_CAPS = {
     "default": frozenset({"bf16", "i8mm"}),
-    "sve128": frozenset(ARM_FEATURES),
-    "sve256": frozenset(ARM_FEATURES),
-    "sve512": frozenset(ARM_FEATURES),
+    **{f"sve{n}": frozenset(ARM_FEATURES) for n in (128, 256, 512)},
 }
-
-MAX_CPUINFO_BYTES = 4 << 20
-"""/proc/cpuinfo is read up to this size (hundreds of cores print about 1 MiB)."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +85,7 @@ class IsaInfo:
         bf16_native: the effective ISA has them (what the precision decision uses).
         torch_cpu_capability: ``torch.backends.cpu.get_cpu_capability()`` when torch was
             already imported (e.g. ``"AVX512"``), else None.
-        onednn_isa: oneDNN's own ISA line (e.g. ``"Intel AVX2"``) from :func:`probe_onednn_isa`,
+        onednn_isa: oneDNN's own ISA line (e.g. ``"Intel AVX2"``) from :func:`harness.system.probe_onednn_isa`,
             None when not probed.
         source: where the flags came from (``"/proc/cpuinfo"``) or why there are none.
     """
@@ -259,75 +235,4 @@ def detect_isa(
         torch_cpu_capability=torch_cpu_capability,
         onednn_isa=onednn_isa,
         source=source,
-    )
-
-
-def _read_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> str | None:
-    try:
-        with path.open("rb") as f:
-            return f.read(MAX_CPUINFO_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return None
-
-
-def torch_cpu_capability() -> str | None:
-    """``torch.backends.cpu.get_cpu_capability()`` if torch is already imported; never imports it."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    try:
-        return str(torch.backends.cpu.get_cpu_capability())
-    except Exception:  # an old or partial torch: the record just lacks the field
-        return None
-
-
-_PROBE = "import torch\ntorch.nn.functional.conv2d(torch.randn(2, 16, 32, 32), torch.randn(16, 16, 3, 3))\n"
-_ISA_LINE = re.compile(r"onednn_verbose,(?:v\d+,)?info,cpu,isa:(.+)")
-
-
-def probe_onednn_isa(
-    python: str = sys.executable, timeout_s: float = 120.0, env: Mapping[str, str] | None = None
-) -> str | None:
-    """oneDNN's ISA as it announces it, e.g. ``"Intel AVX-512 with Intel DL Boost and bfloat16 support"``.
-
-    Runs one small convolution in a fresh ``python`` with ``ONEDNN_VERBOSE=1`` (and this
-    process's environment, so the caps apply) and reads the ``info,cpu,isa:`` line oneDNN
-    prints at its first primitive. A fresh process is needed: oneDNN prints that line only
-    once, at its first verbose primitive, which an already-running torch may have passed.
-    It imports torch, so it costs seconds (about 2 s on an idle 2-vCPU Zen 4, 5 s on a loaded
-    one): it is opt-in (``read_isa(probe_onednn=True)``). Returns None when torch is missing,
-    the probe fails or times out, or oneDNN printed no such line.
-
-    Args:
-        python: the interpreter whose torch to ask.
-        timeout_s: give up after this many seconds.
-        env: the environment of the probe (default ``os.environ``), so its caps apply.
-    """
-    full = {**(os.environ if env is None else env), "ONEDNN_VERBOSE": "1"}
-    try:
-        done = subprocess.run(
-            [python, "-c", _PROBE], env=full, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    for line in done.stdout.splitlines():
-        m = _ISA_LINE.match(line.strip())
-        if m:
-            return m.group(1).strip()
-    return None
-
-
-def read_isa(*, probe_onednn: bool = False, env: Mapping[str, str] | None = None) -> IsaInfo:
-    """This machine's :class:`IsaInfo`: ``/proc/cpuinfo``, ``platform.machine()``, the environment.
-
-    Args:
-        probe_onednn: also run :func:`probe_onednn_isa` (seconds; see there).
-        env: environment to read the caps from (default ``os.environ``).
-    """
-    return detect_isa(
-        _read_cpuinfo(),
-        platform.machine(),
-        os.environ if env is None else env,
-        torch_cpu_capability=torch_cpu_capability(),
-        onednn_isa=probe_onednn_isa(env=env) if probe_onednn else None,
     )

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.isa import ARM_FEATURES, X86_FEATURES, detect_isa, parse_cpuinfo, probe_onednn_isa, read_isa
+from harness.isa import ARM_FEATURES, X86_FEATURES, detect_isa, parse_cpuinfo
 from harness.precision import PRECISIONS, choose_precision
+from harness.system import probe_onednn_isa, read_isa
 
 FIXTURES = Path(__file__).parent / "cpuinfo"
 
