@@ -4,16 +4,25 @@
 
 1. ``summarize`` on 20k measured steps across 2 ranks (one repeat, and 4,000 one-step repeats).
 2. ``check_steady_state`` on one 40k-step window: time and peak traced memory.
+3. The sampler's cost per reading: CPU time of one reading, and the time a pure-Python main
+   thread loses per reading while sampling every 20 ms (GIL plus CPU), for the in-process
+   psutil reading used before (replicated here) and for today's sampler process.
 """
 
 from __future__ import annotations
 
+import statistics
+import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 
 import numpy as np
+import psutil
 
+from harness.procstat import Reader
 from harness.records import Phase, StepRecord, WindowRecord
+from harness.sampler import UtilizationSampler
 from harness.stats import summarize
 from harness.steady import check_steady_state
 
@@ -60,6 +69,75 @@ def main() -> None:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     print(f"check_steady_state, one 40k-step window: peak traced memory {peak / 2**20:.1f} MiB")
+    sampler_figures()
+
+
+def psutil_reading(proc: psutil.Process) -> None:
+    """The reading of the in-process sampler before issue 13: per-core percent and tree RSS via psutil."""
+    psutil.cpu_percent(percpu=True)
+    for p in [proc, *proc.children(recursive=True)]:
+        p.memory_info()
+
+
+def cpu_per_reading(read: Callable[[], object]) -> float:
+    read()
+    cpu = []
+    for _ in range(200):
+        t0 = time.thread_time()
+        read()
+        cpu.append(time.thread_time() - t0)
+    return statistics.median(cpu)
+
+
+def main_thread_loss(start: Callable[[], Callable[[], int]], seconds: float = 3.0) -> float:
+    """Seconds a busy pure-Python main thread loses per reading (gaps > 50 us, minus a baseline)."""
+
+    def gaps(run: bool) -> tuple[float, int]:
+        stop = start() if run else (lambda: 0)
+        end = time.perf_counter() + seconds
+        last = time.perf_counter()
+        lost = 0.0
+        while (now := time.perf_counter()) < end:
+            if now - last > 50e-6:
+                lost += now - last
+            last = now
+        return lost, stop()
+
+    base, _ = gaps(False)
+    lost, n = gaps(True)
+    return (lost - base) / max(n, 1)
+
+
+def in_process_thread() -> Callable[[], int]:
+    proc, done, count = psutil.Process(), threading.Event(), [0]
+
+    def loop() -> None:
+        while not done.wait(0.02):
+            psutil_reading(proc)
+            count[0] += 1
+
+    threading.Thread(target=loop, daemon=True).start()
+
+    def stop() -> int:
+        done.set()
+        return count[0]
+
+    return stop
+
+
+def sampler_process() -> Callable[[], int]:
+    sampler = UtilizationSampler(0.02, origin=time.perf_counter()).start()
+    return lambda: len(sampler.stop())
+
+
+def sampler_figures() -> None:
+    proc = psutil.Process()
+    print(f"processes on the machine: {len(psutil.pids())}")
+    before = cpu_per_reading(lambda: psutil_reading(proc))
+    after = cpu_per_reading(Reader(proc.pid).read)
+    print(f"CPU per reading: in-process psutil {before * 1e6:.0f} us; sampler process {after * 1e6:.0f} us")
+    print(f"main-thread time lost per reading: in-process psutil {main_thread_loss(in_process_thread) * 1e6:.0f} us")
+    print(f"main-thread time lost per reading: sampler process {main_thread_loss(sampler_process) * 1e6:.0f} us")
 
 
 if __name__ == "__main__":
