@@ -106,10 +106,12 @@ class UtilizationSampler:
             if proc.stdin is not None:
                 proc.stdin.close()
             try:
-                proc.wait(timeout=5 * self.interval_s + 5)
+                code = proc.wait(timeout=5 * self.interval_s + 5)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.wait()
+                code = proc.wait()
+            if code != 0 and self.error is None:
+                self.error = f"the sampler process exited with code {code}"
             self._proc = None
         if self._thread is not None:
             self._thread.join(timeout=5)

@@ -177,10 +177,17 @@ def summarize_utilization(samples: Sequence[UtilizationSample], windows: Sequenc
     if bad:
         worst_cores = max(w.others_cores or 0.0 for w in bad)
         worst_steal = max(w.steal_fraction or 0.0 for w in bad)
+        causes = []
+        if worst_cores >= OTHERS_CORES_THRESHOLD:
+            causes.append(
+                f"other processes kept up to {worst_cores:.2f} cores busy (threshold {OTHERS_CORES_THRESHOLD})"
+            )
+        if worst_steal >= STEAL_THRESHOLD:
+            causes.append(
+                f"the hypervisor stole up to {worst_steal:.0%} of the CPU time (threshold {STEAL_THRESHOLD:.0%})"
+            )
         note = (
-            f"{len(bad)} of {len(judged)} measurement windows were disturbed: other processes kept up to "
-            f"{worst_cores:.2f} cores busy (threshold {OTHERS_CORES_THRESHOLD}) and the hypervisor stole up to "
-            f"{worst_steal:.0%} of the CPU time (threshold {STEAL_THRESHOLD:.0%}). "
+            f"{len(bad)} of {len(judged)} measurement windows were disturbed: {' and '.join(causes)}. "
             "Fix: re-run when nothing else runs on the machine, or on dedicated CPUs"
         )
     return UtilizationSummary(

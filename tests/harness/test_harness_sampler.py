@@ -110,3 +110,11 @@ def test_summarize_without_readings_inside() -> None:
     assert (u.samples, u.cpu_mean_percent, u.cpu_per_core_mean_percent, u.rss_peak_bytes) == (0, None, [], 7)
     empty = summarize_utilization([], windows)
     assert (empty.samples, empty.rss_peak_bytes) == (0, None)
+
+
+def test_a_sampler_process_that_cannot_start_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a Python that cannot import the harness package: no readings, and the error says so
+    monkeypatch.setattr("harness.sampler.sys.executable", "/bin/false")
+    sampler = UtilizationSampler(interval_s=0.05).start()
+    assert sampler.stop() == []
+    assert sampler.error == "the sampler process exited with code 1"
