@@ -49,6 +49,9 @@ class Projection:
         floor_steps: measured steps in all windows that the budget may not cut below.
         over_budget_s: ``projected_total_s - budget_s`` when positive, else 0.
         floor_overshoots: even the floor does not fit the budget.
+        floor_total_s: the projected total at the floor (measurement windows at the floor,
+            later warm-ups of 1 step, repeat 0's warm-up ending now), seconds; the shortest
+            this run can be, so ``floor_total_s - budget_s`` is by how much the floor overshoots.
     """
 
     stage: str
@@ -63,6 +66,7 @@ class Projection:
     floor_steps: int
     over_budget_s: float
     floor_overshoots: bool
+    floor_total_s: float
 
     def explain(self) -> str:
         """One sentence with the figures; the caller adds the cause and the fix it knows."""
@@ -132,6 +136,7 @@ def project(
         floor_steps=plan.budget_floor_steps,
         over_budget_s=over,
         floor_overshoots=budget is not None and at_floor > budget,
+        floor_total_s=at_floor,
     )
 
 

@@ -152,9 +152,12 @@ def test_a_budget_below_the_floor_keeps_the_floor_and_says_by_how_much() -> None
     assert cal.projected_total_s == clock.t == 13.75 + 1.25 * (12 + 2)
     assert cal.over_budget_s == clock.t - 20.0
     assert "over the 0.3 min budget by 11 s even at the floor of measured steps" in cal.explain()
+    assert cal.floor_total_s == clock.t  # the run ran at its floor
     first = seen[0]
     assert first.stage == "first_step"
     assert first.floor_overshoots and first.over_budget_s > 0
+    # from the first step (11.25 s, init included): 4 x 3 measured + 2 later warm-up steps at 11.25 s
+    assert first.floor_total_s == 11.25 + 11.25 * (12 + 2)
 
 
 def test_a_one_step_warmup_calibrates_from_the_first_step() -> None:
