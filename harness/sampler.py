@@ -1,12 +1,12 @@
 """Utilization and interference sampling, out of the rank's hot path.
 
 :class:`UtilizationSampler` starts a small sampler process (:mod:`harness.procstat`) that
-reads /proc every ``interval_s`` and streams its readings back over a pipe: per-core CPU
+reads /proc every ``interval_s`` and writes its readings to a file: per-core CPU
 utilization, the run tree's RSS, and who used the CPU (the run's process tree, everyone
-else, the hypervisor's steal). The rank only parses one short JSON line per reading on a
-thread that otherwise sleeps in ``read()``: the in-process psutil sampler it replaces cost
-2.6 ms of CPU per reading and took 8.6 ms from a pure-Python main thread (figures with the
-command in the module's tests' benchmark, ``tests/harness/bench_harness_figures.py``).
+else, the hypervisor's steal). The rank reads them only after the run (or when asked), so
+during the measured windows it spends nothing on sampling: the in-process psutil sampler
+this replaces cost about 2 ms of the rank's CPU per reading, plus the GIL it took from the
+training loop (figures and the command in ``tests/harness/bench_harness_figures.py``).
 The summary and the interference verdict are in :mod:`harness.utilization`.
 """
 
@@ -16,9 +16,9 @@ import json
 import os
 import subprocess
 import sys
-import threading
+import tempfile
 from pathlib import Path
-from typing import IO
+from typing import BinaryIO
 
 from harness.procstat import resolve_root
 from harness.utilization import UtilizationSample, UtilizationSummary, WindowInterference, summarize_utilization
@@ -39,6 +39,8 @@ class UtilizationSampler:
     of the environment when that process is this one or an ancestor (the supervisor sets it
     to itself, so sibling ranks count as the run), else this process. The sampler process is
     a child of this one, so its own CPU time counts as the run's, not as interference.
+    Readings go to an unlinked temporary file that the rank reads only when asked
+    (:attr:`samples`, :meth:`stop`): no thread of the rank wakes up during the run.
 
     Args:
         interval_s: seconds between readings (> 0).
@@ -47,7 +49,6 @@ class UtilizationSampler:
         root_pid: root of the run's process tree (default: see above).
 
     Attributes:
-        samples: readings so far (appended as they arrive).
         error: why the sampler process stopped early (e.g. no /proc), or None.
     """
 
@@ -57,50 +58,66 @@ class UtilizationSampler:
         self.interval_s = interval_s
         self.origin = origin
         self.root_pid = resolve_root(os.environ, os.getpid()) if root_pid is None else root_pid
-        self.samples: list[UtilizationSample] = []
         self.error: str | None = None
-        self._proc: subprocess.Popen[str] | None = None
-        self._thread: threading.Thread | None = None
+        self._samples: list[UtilizationSample] = []
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._out: BinaryIO | None = None
+        self._partial = b""
+
+    @property
+    def samples(self) -> list[UtilizationSample]:
+        """Readings so far, in time order (reads what the sampler process wrote since the last call)."""
+        self._drain()
+        return self._samples
 
     def start(self) -> UtilizationSampler:
-        """Start the sampler process and the thread that collects its readings."""
+        """Start the sampler process."""
         env = dict(os.environ)
         here = str(Path(__file__).resolve().parent.parent)  # the directory holding the harness package
         env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
-        self._proc = subprocess.Popen(
-            [sys.executable, "-S", "-m", "harness.procstat", str(self.root_pid), repr(self.interval_s)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            text=True,
-        )
-        assert self._proc.stdout is not None
-        self._thread = threading.Thread(target=self._collect, args=(self._proc.stdout,), daemon=True)
-        self._thread.name = "trainbench-sampler"
-        self._thread.start()
+        fd, path = tempfile.mkstemp(prefix="trainbench-sampler-", suffix=".jsonl")
+        try:
+            self._out = open(path, "rb")  # noqa: SIM115 - read until stop(); its own offset, apart from the writer
+            with os.fdopen(fd, "ab") as writer:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-S", "-m", "harness.procstat", str(self.root_pid), repr(self.interval_s)],
+                    stdin=subprocess.PIPE,
+                    stdout=writer,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                )
+        finally:
+            os.unlink(path)  # the open descriptors keep it alive; nothing is left behind
         return self
 
-    def _collect(self, stream: IO[str]) -> None:
-        for line in stream:
-            raw = json.loads(line)
-            if "error" in raw:
-                self.error = str(raw["error"])
-                continue
-            self.samples.append(
-                UtilizationSample(
-                    t_s=raw["t"] - self.origin,
-                    cpu_percent=raw["cpu"],
-                    rss_bytes=raw["rss"],
-                    machine_cpu_s=raw["machine_s"],
-                    run_cpu_s=raw["run_s"],
-                    others_cpu_s=raw["others_s"],
-                    steal_s=raw["steal_s"],
-                )
+    def _drain(self) -> None:
+        if self._out is None:
+            return
+        data = self._partial + self._out.read()
+        *lines, self._partial = data.split(b"\n")
+        for line in lines:
+            self._parse(line)
+
+    def _parse(self, line: str | bytes) -> None:
+        """One line of the sampler process: a reading, or why it stopped."""
+        raw = json.loads(line)
+        if "error" in raw:
+            self.error = str(raw["error"])
+            return
+        self._samples.append(
+            UtilizationSample(
+                t_s=raw["t"] - self.origin,
+                cpu_percent=raw["cpu"],
+                rss_bytes=raw["rss"],
+                machine_cpu_s=raw["machine_s"],
+                run_cpu_s=raw["run_s"],
+                others_cpu_s=raw["others_s"],
+                steal_s=raw["steal_s"],
             )
+        )
 
     def stop(self) -> list[UtilizationSample]:
-        """Stop the sampler process (by closing its stdin) and return the readings."""
+        """Stop the sampler process (by closing its stdin) and return every reading."""
         proc = self._proc
         if proc is not None:
             if proc.stdin is not None:
@@ -113,9 +130,11 @@ class UtilizationSampler:
             if code != 0 and self.error is None:
                 self.error = f"the sampler process exited with code {code}"
             self._proc = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        return self.samples
+        self._drain()
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        return self._samples
 
     def __enter__(self) -> UtilizationSampler:
         return self.start()

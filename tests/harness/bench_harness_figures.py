@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 import threading
 import time
@@ -89,8 +90,11 @@ def cpu_per_reading(read: Callable[[], object]) -> float:
     return statistics.median(cpu)
 
 
-def main_thread_loss(start: Callable[[], Callable[[], int]], seconds: float = 3.0) -> float:
-    """Seconds a busy pure-Python main thread loses per reading (gaps > 50 us, minus a baseline)."""
+def main_thread_loss(start: Callable[[], Callable[[], int]], seconds: float = 2.0, pairs: int = 5) -> float:
+    """Seconds a busy pure-Python main thread loses per reading (gaps > 50 us, minus a baseline).
+
+    The median of ``pairs`` interleaved (baseline, sampling) pairs: on a shared machine one pair is noise.
+    """
 
     def gaps(run: bool) -> tuple[float, int]:
         stop = start() if run else (lambda: 0)
@@ -103,9 +107,12 @@ def main_thread_loss(start: Callable[[], Callable[[], int]], seconds: float = 3.
             last = now
         return lost, stop()
 
-    base, _ = gaps(False)
-    lost, n = gaps(True)
-    return (lost - base) / max(n, 1)
+    losses = []
+    for _ in range(pairs):
+        base, _ = gaps(False)
+        lost, n = gaps(True)
+        losses.append((lost - base) / max(n, 1))
+    return statistics.median(losses)
 
 
 def in_process_thread() -> Callable[[], int]:
@@ -127,7 +134,7 @@ def in_process_thread() -> Callable[[], int]:
 
 def sampler_process() -> Callable[[], int]:
     sampler = UtilizationSampler(0.02, origin=time.perf_counter()).start()
-    return lambda: len(sampler.stop())
+    return lambda: len(sampler.stop())  # the readings are parsed here, after the measured loop
 
 
 def sampler_figures() -> None:
@@ -135,7 +142,17 @@ def sampler_figures() -> None:
     print(f"processes on the machine: {len(psutil.pids())}")
     before = cpu_per_reading(lambda: psutil_reading(proc))
     after = cpu_per_reading(Reader(proc.pid).read)
-    print(f"CPU per reading: in-process psutil {before * 1e6:.0f} us; sampler process {after * 1e6:.0f} us")
+    reader = Reader(proc.pid)
+    reader.read()
+    time.sleep(0.05)
+    line = json.dumps(reader.read())
+    sampler = UtilizationSampler(0.5)
+    parse = cpu_per_reading(lambda: sampler._parse(line))
+    print(
+        f"CPU per reading in the rank: in-process psutil {before * 1e6:.0f} us during the run; "
+        f"today {parse * 1e6:.0f} us after the run (parsing one line)"
+    )
+    print(f"CPU per reading in the sampler process (outside the rank): {after * 1e6:.0f} us")
     print(f"main-thread time lost per reading: in-process psutil {main_thread_loss(in_process_thread) * 1e6:.0f} us")
     print(f"main-thread time lost per reading: sampler process {main_thread_loss(sampler_process) * 1e6:.0f} us")
 
