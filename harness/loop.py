@@ -162,6 +162,7 @@ def run_plan(
                     if chosen is not None:
                         window, later_warmup, measure = chosen
                         calibrating = False
+                        out.plan.update(calibrator.record())  # kept if the run is interrupted later
                         done = window.is_done(steps, t2 - w_start)
                 if agree is not None:
                     done = agree(done)
@@ -178,7 +179,5 @@ def run_plan(
                     "min_seconds": window.min_seconds,
                 }
             )
-    if calibrator is not None:
-        out.plan.update(calibrator.record())
     out.complete = True
     return out

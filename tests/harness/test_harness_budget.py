@@ -21,8 +21,8 @@ from tests.harness.test_harness_loop import FakeClock, FakeWorkload
 class SlowFirstStep(FakeWorkload):
     """The first step carries ``init_s`` of lazy initialization, as a real first step does."""
 
-    def __init__(self, clock: FakeClock, init_s: float = 10.0) -> None:
-        super().__init__(clock, wait_s=0.25, compute_s=1.0)
+    def __init__(self, clock: FakeClock, init_s: float = 10.0, fail_at_call: int | None = None) -> None:
+        super().__init__(clock, wait_s=0.25, compute_s=1.0, fail_at_call=fail_at_call)
         self.init_s = init_s
 
     def step(self, batch: tuple[int, int]) -> int:
@@ -140,6 +140,17 @@ def test_a_tight_budget_lowers_the_measurement_window() -> None:
     assert m.plan["windows"][1] == {"repeat": 0, "phase": "measurement", "min_steps": 8, "min_seconds": 0.0}
     assert m.plan["projection"] == cal.to_dict()
     json.dumps(m.plan)
+
+
+def test_an_interrupted_run_keeps_the_calibrated_plan() -> None:
+    clock = FakeClock()
+    out = Measurement()
+    with pytest.raises(RuntimeError, match="boom"):
+        run_plan(SlowFirstStep(clock, fail_at_call=7), budget_plan(60.0), out, clock=clock)
+    assert not out.complete
+    assert out.plan is not None
+    assert out.plan["calibrated"] is True
+    assert out.plan["windows"] == [{"repeat": 0, "phase": "warmup", "min_steps": 5, "min_seconds": 0.0}]
 
 
 def test_a_budget_below_the_floor_keeps_the_floor_and_says_by_how_much() -> None:
