@@ -1,8 +1,10 @@
 """trainbench measurement harness.
 
-Measurement only: windows, clocks, raw step records, statistics, utilization
-sampling and system capture. This package never imports MLflow, click or docker,
-so it runs unchanged inside every container image and under every launcher.
+Measurement only: windows and their time budget, clocks, raw step records,
+statistics (intervals, steady state), utilization and interference sampling,
+system capture with the CPU's matrix ISA, and the precision it supports. This
+package never imports MLflow, click or docker, so it runs unchanged inside every
+container image and under every launcher.
 """
 
 from harness.records import Phase, StepRecord, WindowRecord

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from harness.budget import Calibrator, Projection
 from harness.records import Phase, StepRecord, WindowRecord
-from harness.windows import RunPlan
+from harness.windows import RunPlan, Window
 from harness.workload import Workload
 
 Clock = Callable[[], float]
@@ -24,11 +27,43 @@ class Measurement:
 
     ``complete`` is False until every window of the plan has finished, so a run
     that was interrupted keeps what it measured but can never pass for a whole one.
+
+    Attributes:
+        steps: every step, in the order taken.
+        windows: every finished window.
+        complete: every window of the plan finished.
+        run_uid: identity of this run, minted by the harness (uuid4 hex, 32 characters);
+            pass a Measurement with the same ``run_uid`` to every rank of one run.
+        origin_unix_s: wall-clock time (``time.time()``, seconds since the epoch) of the
+            run's origin, the instant that every ``start_s`` is relative to; so
+            ``origin_unix_s + start_s`` places a step in real time. Set by :func:`run_plan`.
+        origin_monotonic_s: the same origin on the loop's monotonic clock.
+        plan: the plan actually applied, JSON-ready: ``budget_s``, ``budget_floor_steps``,
+            ``repeats``, ``calibrated`` (counts lowered to fit the budget),
+            ``step_s_estimate``, ``estimate_steps``, ``projection`` (a
+            :class:`harness.budget.Projection` dict or None) and ``windows``: one
+            ``{"repeat", "phase", "min_steps", "min_seconds"}`` per finished window.
     """
 
     steps: list[StepRecord] = field(default_factory=list)
     windows: list[WindowRecord] = field(default_factory=list)
     complete: bool = False
+    run_uid: str = field(default_factory=lambda: uuid.uuid4().hex)
+    origin_unix_s: float | None = None
+    origin_monotonic_s: float | None = None
+    plan: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: the fields above, steps and windows as lists of dicts."""
+        return {
+            "run_uid": self.run_uid,
+            "origin_unix_s": self.origin_unix_s,
+            "origin_monotonic_s": self.origin_monotonic_s,
+            "complete": self.complete,
+            "plan": self.plan,
+            "steps": [s.to_dict() for s in self.steps],
+            "windows": [w.to_dict() for w in self.windows],
+        }
 
 
 def run_plan(
@@ -40,6 +75,8 @@ def run_plan(
     origin: float | None = None,
     on_step: Callable[[StepRecord], None] | None = None,
     rank: int = 0,
+    on_projection: Callable[[Projection], None] | None = None,
+    wall_clock: Clock = time.time,
 ) -> Measurement:
     """Run ``plan`` on ``workload`` and record every step.
 
@@ -51,6 +88,11 @@ def run_plan(
     all-reduce of the flag): then every rank ends a window at the same step, when
     all ranks have met both minimums, so no rank waits forever in a collective.
 
+    With ``plan.budget_s`` the loop estimates the step time from repeat 0's first warm-up
+    steps and lowers the counts so that the run fits (:class:`harness.budget.Calibrator`);
+    the windows actually used are in ``measurement.plan``. Without a budget and without
+    ``on_projection`` the windows run exactly as given.
+
     Args:
         workload: the workload to drive.
         plan: windows and repeats; checked first (raises ``WindowError``).
@@ -61,6 +103,9 @@ def run_plan(
         on_step: called after each step with its record (keep it cheap: it runs
             inside the measured window).
         rank: global rank recorded in every record (0 when not distributed).
+        on_projection: called with a :class:`harness.budget.Projection` after the first
+            warm-up step and again once the step time is calibrated (inside the warm-up).
+        wall_clock: wall-clock time in seconds since the epoch, for ``origin_unix_s``.
 
     Returns:
         The measurement, with ``complete`` set to True.
@@ -71,12 +116,21 @@ def run_plan(
     """
     plan.check()
     out = measurement if measurement is not None else Measurement()
-    t_origin = clock() if origin is None else origin
+    now = clock()
+    t_origin = now if origin is None else origin
+    out.origin_monotonic_s = t_origin
+    out.origin_unix_s = wall_clock() - (now - t_origin)
+    applied: list[dict[str, Any]] = []
+    calibrator = Calibrator(plan, on_projection) if plan.budget_s is not None or on_projection else None
+    out.plan = {"repeats": plan.repeats, **Calibrator(plan, None).record(), "windows": applied}
     sync_each = bool(workload.sync_each_step)
     agree: Callable[[bool], bool] | None = getattr(workload, "agree_done", None)
+    later_warmup, measure = plan.warmup, plan.measurement
     for repeat in range(plan.repeats):
         batches = iter(workload.batches())
-        for phase, window in ((Phase.WARMUP, plan.warmup), (Phase.MEASUREMENT, plan.measurement)):
+        for phase in (Phase.WARMUP, Phase.MEASUREMENT):
+            window: Window = (plan.warmup if repeat == 0 else later_warmup) if phase is Phase.WARMUP else measure
+            calibrating = calibrator is not None and repeat == 0 and phase is Phase.WARMUP
             steps = samples = 0
             workload.synchronize()
             w_start = clock()
@@ -103,6 +157,13 @@ def run_plan(
                 if on_step is not None:
                     on_step(record)
                 done = window.is_done(steps, t2 - w_start)
+                if calibrating and calibrator is not None:
+                    chosen = calibrator.after_step(t2 - t0, t2 - t_origin, steps, done)
+                    if chosen is not None:
+                        window, later_warmup, measure = chosen
+                        calibrating = False
+                        out.plan.update(calibrator.record())  # kept if the run is interrupted later
+                        done = window.is_done(steps, t2 - w_start)
                 if agree is not None:
                     done = agree(done)
                 if done:
@@ -110,5 +171,13 @@ def run_plan(
             workload.synchronize()
             w_end = clock()
             out.windows.append(WindowRecord(repeat, phase, w_start - t_origin, w_end - w_start, steps, samples, rank))
+            applied.append(
+                {
+                    "repeat": repeat,
+                    "phase": phase.value,
+                    "min_steps": window.min_steps,
+                    "min_seconds": window.min_seconds,
+                }
+            )
     out.complete = True
     return out

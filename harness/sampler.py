@@ -1,141 +1,143 @@
-"""Background sampler of per-core CPU utilization and process-tree memory."""
+"""Utilization and interference sampling, out of the rank's hot path.
+
+:class:`UtilizationSampler` starts a small sampler process (:mod:`harness.procstat`) that
+reads /proc every ``interval_s`` and writes its readings to a file: per-core CPU
+utilization, the run tree's RSS, and who used the CPU (the run's process tree, everyone
+else, the hypervisor's steal). The rank reads them only after the run (or when asked), so
+during the measured windows it spends nothing on sampling: the in-process psutil sampler
+this replaces cost about 2 ms of the rank's CPU per reading, plus the GIL it took from the
+training loop (figures and the command in ``tests/harness/bench_harness_figures.py``).
+The summary and the interference verdict are in :mod:`harness.utilization`.
+"""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
 
-import psutil
+from harness.procstat import resolve_root
+from harness.utilization import UtilizationSample, UtilizationSummary, WindowInterference, summarize_utilization
 
-from harness.records import Phase, WindowRecord
-
-
-@dataclass(frozen=True)
-class UtilizationSample:
-    """One reading.
-
-    Attributes:
-        t_s: seconds since the run's origin (same time base as step records).
-        cpu_percent: utilization of each logical core since the previous reading, 0-100.
-        rss_bytes: resident memory of this process and all its children (DataLoader
-            workers included), bytes.
-    """
-
-    t_s: float
-    cpu_percent: list[float]
-    rss_bytes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
-
-
-def _tree_rss(proc: psutil.Process) -> int:
-    total = 0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            total += p.memory_info().rss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return total
+__all__ = [
+    "UtilizationSample",
+    "UtilizationSampler",
+    "UtilizationSummary",
+    "WindowInterference",
+    "summarize_utilization",
+]
 
 
 class UtilizationSampler:
-    """Samples CPU utilization per core and process-tree RSS on a daemon thread.
+    """Samples utilization and interference in a separate process; use as a context manager.
 
-    Use as a context manager around the measured loop. The thread sleeps between
-    readings, so its cost is a few psutil calls per ``interval_s``.
+    The run's process tree starts at ``root_pid``; by default the ``TRAINBENCH_ROOT_PID``
+    of the environment when that process is this one or an ancestor (the supervisor sets it
+    to itself, so sibling ranks count as the run), else this process. The sampler process is
+    a child of this one, so its own CPU time counts as the run's, not as interference.
+    Readings go to an unlinked temporary file that the rank reads only when asked
+    (:attr:`samples`, :meth:`stop`): no thread of the rank wakes up during the run.
 
     Args:
         interval_s: seconds between readings (> 0).
-        clock: monotonic clock in seconds, the same one the loop uses.
-        origin: clock value that ``t_s`` is relative to.
+        origin: ``time.perf_counter()`` value that ``t_s`` is relative to (the sampler
+            process reads the same CLOCK_MONOTONIC).
+        root_pid: root of the run's process tree (default: see above).
+
+    Attributes:
+        error: why the sampler process stopped early (e.g. no /proc), or None.
     """
 
-    def __init__(
-        self, interval_s: float = 0.5, clock: Callable[[], float] = time.perf_counter, origin: float = 0.0
-    ) -> None:
-        if interval_s <= 0:
+    def __init__(self, interval_s: float = 0.5, origin: float = 0.0, root_pid: int | None = None) -> None:
+        if not interval_s > 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s}")
         self.interval_s = interval_s
-        self.clock = clock
         self.origin = origin
-        self.samples: list[UtilizationSample] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._proc = psutil.Process()
+        self.root_pid = resolve_root(os.environ, os.getpid()) if root_pid is None else root_pid
+        self.error: str | None = None
+        self._samples: list[UtilizationSample] = []
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._out: BinaryIO | None = None
+        self._partial = b""
 
-    def _run(self) -> None:
-        psutil.cpu_percent(percpu=True)  # prime: the first call has no previous reading
-        while not self._stop.wait(self.interval_s):
-            self.samples.append(
-                UtilizationSample(
-                    t_s=self.clock() - self.origin,
-                    cpu_percent=[float(v) for v in psutil.cpu_percent(percpu=True)],
-                    rss_bytes=_tree_rss(self._proc),
-                )
-            )
+    @property
+    def samples(self) -> list[UtilizationSample]:
+        """Readings so far, in time order (reads what the sampler process wrote since the last call)."""
+        self._drain()
+        return self._samples
 
     def start(self) -> UtilizationSampler:
-        """Start the sampling thread."""
-        self._thread = threading.Thread(target=self._run, name="trainbench-sampler", daemon=True)
-        self._thread.start()
+        """Start the sampler process."""
+        env = dict(os.environ)
+        here = str(Path(__file__).resolve().parent.parent)  # the directory holding the harness package
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+        fd, path = tempfile.mkstemp(prefix="trainbench-sampler-", suffix=".jsonl")
+        try:
+            self._out = open(path, "rb")  # noqa: SIM115 - read until stop(); its own offset, apart from the writer
+            with os.fdopen(fd, "ab") as writer:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-S", "-m", "harness.procstat", str(self.root_pid), repr(self.interval_s)],
+                    stdin=subprocess.PIPE,
+                    stdout=writer,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                )
+        finally:
+            os.unlink(path)  # the open descriptors keep it alive; nothing is left behind
         return self
 
+    def _drain(self) -> None:
+        if self._out is None:
+            return
+        data = self._partial + self._out.read()
+        *lines, self._partial = data.split(b"\n")
+        for line in lines:
+            self._parse(line)
+
+    def _parse(self, line: str | bytes) -> None:
+        """One line of the sampler process: a reading, or why it stopped."""
+        raw = json.loads(line)
+        if "error" in raw:
+            self.error = str(raw["error"])
+            return
+        self._samples.append(
+            UtilizationSample(
+                t_s=raw["t"] - self.origin,
+                cpu_percent=raw["cpu"],
+                rss_bytes=raw["rss"],
+                machine_cpu_s=raw["machine_s"],
+                run_cpu_s=raw["run_s"],
+                others_cpu_s=raw["others_s"],
+                steal_s=raw["steal_s"],
+            )
+        )
+
     def stop(self) -> list[UtilizationSample]:
-        """Stop the thread and return the readings."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5 * self.interval_s + 1)
-        return self.samples
+        """Stop the sampler process (by closing its stdin) and return every reading."""
+        proc = self._proc
+        if proc is not None:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                code = proc.wait(timeout=5 * self.interval_s + 5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+            if code != 0 and self.error is None:
+                self.error = f"the sampler process exited with code {code}"
+            self._proc = None
+        self._drain()
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        return self._samples
 
     def __enter__(self) -> UtilizationSampler:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-@dataclass(frozen=True)
-class UtilizationSummary:
-    """CPU utilization and memory during the measurement windows.
-
-    Attributes:
-        samples: readings that fell inside a measurement window.
-        cpu_mean_percent: mean over readings and cores, 0-100 (None without readings).
-        cpu_per_core_mean_percent: mean per core, 0-100.
-        rss_peak_bytes: largest process-tree RSS seen in the whole run (None without readings).
-    """
-
-    samples: int
-    cpu_mean_percent: float | None
-    cpu_per_core_mean_percent: list[float]
-    rss_peak_bytes: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
-
-
-def summarize_utilization(samples: Sequence[UtilizationSample], windows: Sequence[WindowRecord]) -> UtilizationSummary:
-    """Average the readings taken inside measurement windows.
-
-    A reading at ``t_s`` covers the interval before it, so it counts when ``t_s``
-    falls inside a measurement window.
-    """
-    spans = [(w.start_s, w.start_s + w.seconds) for w in windows if w.phase is Phase.MEASUREMENT]
-    inside = [s for s in samples if any(a < s.t_s <= b for a, b in spans)]
-    peak = max((s.rss_bytes for s in samples), default=None)
-    if not inside:
-        return UtilizationSummary(0, None, [], peak)
-    cores = len(inside[0].cpu_percent)
-    per_core = [sum(s.cpu_percent[i] for s in inside) / len(inside) for i in range(cores)]
-    return UtilizationSummary(
-        samples=len(inside),
-        cpu_mean_percent=sum(per_core) / cores if cores else None,
-        cpu_per_core_mean_percent=per_core,
-        rss_peak_bytes=peak,
-    )

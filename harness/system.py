@@ -11,12 +11,16 @@ import os
 import platform
 import re
 import socket
+import subprocess
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import psutil
+
+from harness.isa import IsaInfo, detect_isa
 
 PERF_ENV_PATTERN = re.compile(
     r"^(OMP_|KMP_|GOMP_|MKL_|LD_PRELOAD$|MALLOC_CONF$|TCMALLOC_|CUDA_VISIBLE_DEVICES$|NCCL_|"
@@ -25,17 +29,8 @@ PERF_ENV_PATTERN = re.compile(
 """Environment variables that can change training performance; all of them are recorded."""
 
 LIBRARIES = (
-    "torch",
-    "torchvision",
-    "tensorflow",
-    "tensorflow-cpu",
-    "keras",
-    "numpy",
-    "pillow",
-    "scipy",
-    "trainbench",
-    "horovod",
-    "nvidia-ml-py",
+    *("torch", "torchvision", "tensorflow", "tensorflow-cpu", "keras", "numpy", "pillow", "scipy"),
+    *("trainbench", "horovod", "nvidia-ml-py"),
 )
 """Distributions whose versions are recorded when installed."""
 
@@ -196,13 +191,87 @@ def _torch() -> dict[str, Any] | None:
     return out
 
 
-def capture_system() -> dict[str, Any]:
+MAX_CPUINFO_BYTES = 4 << 20  # /proc/cpuinfo is read up to this size (hundreds of cores print about 1 MiB)
+
+
+def _read_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The text of /proc/cpuinfo (up to MAX_CPUINFO_BYTES), or None when it cannot be read."""
+    try:
+        with path.open("rb") as f:
+            return f.read(MAX_CPUINFO_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def torch_cpu_capability() -> str | None:
+    """``torch.backends.cpu.get_cpu_capability()`` if torch is already imported; never imports it."""
+    torch = sys.modules.get("torch")
+    return None if torch is None else str(torch.backends.cpu.get_cpu_capability())
+
+
+_PROBE = "import torch\ntorch.nn.functional.conv2d(torch.randn(2, 16, 32, 32), torch.randn(16, 16, 3, 3))\n"
+_ISA_LINE = re.compile(r"onednn_verbose,(?:v\d+,)?info,cpu,isa:(.+)")
+
+
+def probe_onednn_isa(
+    python: str = sys.executable, timeout_s: float = 120.0, env: Mapping[str, str] | None = None
+) -> str | None:
+    """oneDNN's ISA as it announces it, e.g. ``"Intel AVX-512 with Intel DL Boost and bfloat16 support"``.
+
+    Runs one small convolution in a fresh ``python`` with ``ONEDNN_VERBOSE=1`` and reads the
+    ``info,cpu,isa:`` line oneDNN prints once, at its first verbose primitive (so an already
+    running torch may be past it: hence the fresh process). It imports torch and costs
+    seconds (3.6 s on the loaded 2-vCPU Zen 4): opt-in via ``read_isa(probe_onednn=True)``.
+    Returns None when torch is missing, the probe fails or times out, or prints no such line.
+
+    Args:
+        python: the interpreter whose torch to ask.
+        timeout_s: give up after this many seconds.
+        env: the environment of the probe (default ``os.environ``), so its caps apply.
+    """
+    full = {**(os.environ if env is None else env), "ONEDNN_VERBOSE": "1"}
+    try:
+        done = subprocess.run(
+            [python, "-c", _PROBE], env=full, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in done.stdout.splitlines():
+        m = _ISA_LINE.match(line.strip())
+        if m:
+            return m.group(1).strip()
+    return None
+
+
+def read_isa(*, probe_onednn: bool = False, env: Mapping[str, str] | None = None) -> IsaInfo:
+    """This machine's :class:`harness.isa.IsaInfo`: ``/proc/cpuinfo``, ``platform.machine()``, the environment.
+
+    Args:
+        probe_onednn: also run :func:`probe_onednn_isa` (seconds; see there).
+        env: environment to read the caps from (default ``os.environ``).
+    """
+    return detect_isa(
+        _read_cpuinfo(),
+        platform.machine(),
+        os.environ if env is None else env,
+        torch_cpu_capability=torch_cpu_capability(),
+        onednn_isa=probe_onednn_isa(env=env) if probe_onednn else None,
+    )
+
+
+def capture_system(*, probe_onednn: bool = False) -> dict[str, Any]:
     """Describe the machine and this process as a JSON-ready dict.
 
-    Keys: host, cpu, numa_nodes, binding, memory, gpus, python, libraries,
-    torch (when imported), env (performance-relevant variables), loaded_libraries,
-    container. Slow parts (py-cpuinfo) take about a second; call it outside the
-    measured windows.
+    Keys: host, cpu, isa (:meth:`harness.isa.IsaInfo.to_dict`: matrix flags, the caps
+    ``ONEDNN_MAX_CPU_ISA``/``ATEN_CPU_CAPABILITY``, effective flags, ``bf16_native``,
+    torch's CPU capability when torch is imported), numa_nodes, binding, memory, gpus,
+    python, libraries, torch (when imported), env (performance-relevant variables),
+    loaded_libraries, container. Slow parts (py-cpuinfo) take about a second; call it
+    outside the measured windows.
+
+    Args:
+        probe_onednn: also ask oneDNN for its ISA (``isa.onednn_isa``); starts a Python
+            that imports torch, so it costs seconds (:func:`harness.isa.probe_onednn_isa`).
     """
     vm = psutil.virtual_memory()
     libs = {}
@@ -216,6 +285,7 @@ def capture_system() -> dict[str, Any]:
             "kernel": platform.release(),
         },
         "cpu": _cpu(),
+        "isa": read_isa(probe_onednn=probe_onednn).to_dict(),
         "numa_nodes": numa_topology(),
         "binding": process_binding(),
         "memory": {"total_bytes": vm.total, "available_bytes": vm.available},

@@ -73,12 +73,21 @@ class RunPlan:
             number of batches a finite dataset yields). A plan whose two windows
             need more steps than that is refused, because the warm-up would
             swallow the measurement.
+        budget_s: optional time budget of the whole run, seconds from the run's origin.
+            The loop then measures the step time in the first warm-up steps and lowers
+            the counts so that the run fits (:mod:`harness.budget`). None: the windows
+            run exactly as given.
+        budget_floor_steps: measured steps, in all measurement windows together, that a
+            budget may not cut below (10: five batches of two steps, a 95% interval
+            with t = 2.78). Spread over the repeats, at least 2 per window.
     """
 
     warmup: Window
     measurement: Window
     repeats: int = 1
     max_steps: int | None = None
+    budget_s: float | None = None
+    budget_floor_steps: int = 10
 
     def check(self) -> None:
         """Raise :class:`WindowError` if the plan cannot give a valid measurement."""
@@ -86,6 +95,18 @@ class RunPlan:
         self.measurement.check("measurement")
         if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
             raise WindowError(f"repeats is {self.repeats!r}; it must be a whole number >= 1")
+        if self.budget_s is not None and (
+            isinstance(self.budget_s, bool)
+            or not isinstance(self.budget_s, (int, float))
+            or not math.isfinite(self.budget_s)
+            or self.budget_s <= 0
+        ):
+            raise WindowError(f"budget_s is {self.budget_s!r}; it must be a number of seconds > 0 (or unset)")
+        floor = self.budget_floor_steps
+        if isinstance(floor, bool) or not isinstance(floor, int) or floor < 4:
+            raise WindowError(
+                f"budget_floor_steps is {floor!r}; it must be a whole number >= 4 (two batches of two steps)"
+            )
         if self.max_steps is not None:
             needed = self.warmup.min_steps + self.measurement.min_steps
             if self.max_steps < needed:
@@ -101,7 +122,8 @@ def plan_from_mapping(raw: dict[str, object]) -> RunPlan:
     """Build a plan from the job's ``windows`` mapping.
 
     Keys: ``warmup_steps``, ``warmup_seconds``, ``measure_steps``,
-    ``measure_seconds``, ``repeats`` and optionally ``max_steps``.
+    ``measure_seconds``, ``repeats`` and optionally ``max_steps``, ``budget_s``
+    and ``budget_floor_steps``.
 
     Raises:
         WindowError: a key is missing or a value is invalid.
@@ -112,6 +134,8 @@ def plan_from_mapping(raw: dict[str, object]) -> RunPlan:
             measurement=Window(raw["measure_steps"], raw["measure_seconds"]),  # type: ignore[arg-type]
             repeats=raw.get("repeats", 1),  # type: ignore[arg-type]
             max_steps=raw.get("max_steps"),  # type: ignore[arg-type]
+            budget_s=raw.get("budget_s"),  # type: ignore[arg-type]
+            budget_floor_steps=raw.get("budget_floor_steps", 10),  # type: ignore[arg-type]
         )
     except KeyError as exc:
         raise WindowError(f"windows needs {exc.args[0]}") from None

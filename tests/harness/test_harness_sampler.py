@@ -1,4 +1,4 @@
-"""Utilization sampler (harness.sampler): a real sampling thread and the window filter."""
+"""Utilization sampler (harness.sampler): a real sampler process and the window filter."""
 
 from __future__ import annotations
 
@@ -33,8 +33,9 @@ def test_real_sampler_reads_every_core_and_rss() -> None:
         busy_while_sampling(sampler, seconds=0.5, min_readings=3, cap_s=5.0)
     elapsed = time.perf_counter() - origin
     readings = sampler.samples
-    assert sampler._thread is not None
-    assert not sampler._thread.is_alive()
+    assert sampler._proc is None  # the sampler process was waited for
+    assert sampler._out is None
+    assert sampler.error is None
     # about one reading per 0.05 s: at least 3, never more than the interval allows
     assert 3 <= len(readings) <= elapsed / 0.05 + 1
     cores = psutil.cpu_count()
@@ -44,10 +45,14 @@ def test_real_sampler_reads_every_core_and_rss() -> None:
         assert isinstance(r.rss_bytes, int)
         assert r.rss_bytes > 0
         assert 0.0 < r.t_s <= elapsed
+        assert r.machine_cpu_s is not None and r.machine_cpu_s > 0
+        assert r.run_cpu_s is not None and r.others_cpu_s is not None and r.steal_s is not None
+        assert min(r.run_cpu_s, r.others_cpu_s, r.steal_s) >= 0
     times = [r.t_s for r in readings]
     assert times == sorted(times)
-    # this process was busy on one core all along: some core must show real load
+    # this process was busy on one core all along: some core must show real load, and the run's tree used CPU
     assert max(max(r.cpu_percent) for r in readings) > 20.0
+    assert sum(r.run_cpu_s or 0.0 for r in readings) > 0.05
     # no readings after stop
     n = len(readings)
     time.sleep(0.15)
@@ -104,3 +109,11 @@ def test_summarize_without_readings_inside() -> None:
     assert (u.samples, u.cpu_mean_percent, u.cpu_per_core_mean_percent, u.rss_peak_bytes) == (0, None, [], 7)
     empty = summarize_utilization([], windows)
     assert (empty.samples, empty.rss_peak_bytes) == (0, None)
+
+
+def test_a_sampler_process_that_cannot_start_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a Python that cannot import the harness package: no readings, and the error says so
+    monkeypatch.setattr("harness.sampler.sys.executable", "/bin/false")
+    sampler = UtilizationSampler(interval_s=0.05).start()
+    assert sampler.stop() == []
+    assert sampler.error == "the sampler process exited with code 1"

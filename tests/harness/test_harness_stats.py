@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from harness.intervals import BATCHES, MIN_REPEATS_T, Unbounded, combine_ranks
 from harness.records import Phase, StepRecord, WindowRecord
 from harness.stats import Interval, MeasurementError, summarize, throughput_interval
 
@@ -112,12 +113,7 @@ def test_single_measured_step_has_zero_cv_and_no_interval() -> None:
 
 
 def three_repeats() -> tuple[list[StepRecord], list[WindowRecord]]:
-    steps: list[StepRecord] = []
-    windows: list[WindowRecord] = []
-    for r, secs in enumerate([1.0, 1.25, 0.8]):
-        steps += steps_of(r, W, [(0.0, 0.5)], samples=25) + steps_of(r, M, [(0.0, secs / 4)] * 4, samples=25)
-        windows += [window(r, W, 0.5, 1, 25), window(r, M, secs, 4, 100)]
-    return steps, windows
+    return repeats_of([1.0, 1.25, 0.8])
 
 
 def test_repeat_statistics() -> None:
@@ -142,46 +138,113 @@ def test_one_repeat_has_zero_spread_and_no_repeat_cv() -> None:
 # --- confidence interval ------------------------------------------------------------------------
 
 
-def test_ci_over_repeats_is_inverted_t_interval_on_seconds_per_sample() -> None:
-    steps, windows = three_repeats()
-    spp = np.array([1.0 / 100, 1.25 / 100, 0.8 / 100])
-    half = sps.t.ppf(0.975, df=2) * spp.std(ddof=1) / math.sqrt(3)
+def repeats_of(seconds: list[float], steps: int = 4) -> tuple[list[StepRecord], list[WindowRecord]]:
+    """One repeat per entry: a 0.5 s warm-up step, then ``steps`` equal steps of 25 samples lasting ``seconds``."""
+    out_steps: list[StepRecord] = []
+    out_windows: list[WindowRecord] = []
+    for r, secs in enumerate(seconds):
+        out_steps += steps_of(r, W, [(0.0, 0.5)], samples=25) + steps_of(
+            r, M, [(0.0, secs / steps)] * steps, samples=25
+        )
+        out_windows += [window(r, W, 0.5, 1, 25), window(r, M, secs, steps, 25 * steps)]
+    return out_steps, out_windows
+
+
+FIVE = [1.0, 1.25, 0.8, 1.1, 0.95]
+
+
+def test_ci_over_five_repeats_is_inverted_t_interval_on_seconds_per_sample() -> None:
+    assert MIN_REPEATS_T == 5
+    steps, windows = repeats_of(FIVE)
+    spp = np.array(FIVE) / 100
+    half = sps.t.ppf(0.975, df=4) * spp.std(ddof=1) / math.sqrt(5)
     ci = throughput_interval(steps, windows)
-    assert ci is not None
+    assert isinstance(ci, Interval)
     assert ci.low == pytest.approx(1 / (spp.mean() + half))
     assert ci.high == pytest.approx(1 / (spp.mean() - half))
     assert ci.level == 0.95
-    assert "t-interval over 3 repeats" in ci.method
+    assert ci.method == "t-interval over 5 repeats"
     # an interval on samples/s directly would be centred on the mean rate; this one is not
     rates = 1 / spp
-    naive_half = sps.t.ppf(0.975, df=2) * rates.std(ddof=1) / math.sqrt(3)
+    naive_half = sps.t.ppf(0.975, df=4) * rates.std(ddof=1) / math.sqrt(5)
     assert ci.low != pytest.approx(rates.mean() - naive_half)
     s = summarize(steps, windows)
     assert s.throughput_ci95 == ci
     assert ci.high is not None
     assert ci.low < s.throughput < ci.high
+    assert s.throughput_ci95_status == "bounded"
+    assert s.throughput_ci95_reason is None
+    assert s.throughput_ci95_rel == pytest.approx((ci.high - ci.low) / 2 / s.throughput)
 
 
 def test_ci_level_argument() -> None:
-    steps, windows = three_repeats()
-    spp = np.array([1.0 / 100, 1.25 / 100, 0.8 / 100])
-    half = sps.t.ppf(0.95, df=2) * spp.std(ddof=1) / math.sqrt(3)
+    steps, windows = repeats_of(FIVE)
+    spp = np.array(FIVE) / 100
+    half = sps.t.ppf(0.95, df=4) * spp.std(ddof=1) / math.sqrt(5)
     ci = throughput_interval(steps, windows, level=0.90)
-    assert ci is not None
+    assert isinstance(ci, Interval)
     assert ci.low == pytest.approx(1 / (spp.mean() + half))
     assert ci.high == pytest.approx(1 / (spp.mean() - half))
     assert ci.level == 0.90
 
 
-def test_ci_with_huge_spread_is_unbounded_above() -> None:
+def test_fewer_than_five_repeats_pool_batch_means_over_all_windows() -> None:
+    # 3 repeats of 8 steps: 10 batches in all, never crossing a window edge: 4 + 3 + 3
+    times = [[1.0 + 0.05 * ((7 * i + r) % 5) for i in range(8)] for r in range(3)]
+    steps: list[StepRecord] = []
+    windows: list[WindowRecord] = []
+    t = 0.0
+    for r in range(3):
+        start = t
+        for i, dt in enumerate(times[r]):
+            steps.append(StepRecord(r, M, i, t, 0.0, dt, 10))
+            t += dt
+        windows.append(window(r, M, t - start, 8, 80, start_s=start))
+    ci = throughput_interval(steps, windows)
+    assert isinstance(ci, Interval)
+    assert ci.method == "batch means over 3 windows, 10 batches of 2-3 steps"
+    splits = {0: [[0, 1], [2, 3], [4, 5], [6, 7]], 1: [[0, 1, 2], [3, 4, 5], [6, 7]], 2: [[0, 1, 2], [3, 4, 5], [6, 7]]}
+    per_batch = np.array([sum(times[r][i] for i in b) / (10 * len(b)) for r in range(3) for b in splits[r]])
+    assert len(per_batch) == BATCHES
+    half = sps.t.ppf(0.975, df=9) * per_batch.std(ddof=1) / math.sqrt(10)
+    assert ci.low == pytest.approx(1 / (per_batch.mean() + half))
+    assert ci.high == pytest.approx(1 / (per_batch.mean() - half))
+    # the t-interval over 3 repeats it replaces was far wider (t = 4.30 with 2 degrees of freedom)
+    assert ci.high is not None
+    spp = np.array([w.seconds / w.samples for w in windows])
+    old_half = sps.t.ppf(0.975, df=2) * spp.std(ddof=1) / math.sqrt(3)
+    assert 1 / (spp.mean() - old_half) - 1 / (spp.mean() + old_half) > ci.high - ci.low
+
+
+def test_two_repeats_no_longer_give_t_12_7() -> None:
+    steps, windows = repeats_of([1.0, 1.1], steps=10)
+    ci = throughput_interval(steps, windows)
+    assert isinstance(ci, Interval)
+    assert ci.method == "batch means over 2 windows, 10 batches of 2 steps"
+
+
+def test_repeats_without_step_records_fall_back_to_the_repeats() -> None:
+    windows = [window(0, M, 1.0, 1, 100), window(1, M, 1.1, 1, 100)]
+    ci = throughput_interval([], windows)
+    assert isinstance(ci, Interval)
+    assert ci.method == "t-interval over 2 repeats"
+
+
+def test_ci_with_huge_spread_is_unbounded_with_the_reason() -> None:
     windows = [window(0, M, 1.0, 1, 100), window(1, M, 3.0, 1, 100)]
     ci = throughput_interval([], windows)
-    assert ci is not None
     spp = np.array([0.01, 0.03])
     half = sps.t.ppf(0.975, df=1) * spp.std(ddof=1) / math.sqrt(2)
     assert spp.mean() - half < 0  # the precondition of this case
-    assert ci.high is None  # documented: None when the seconds-per-sample interval reaches zero
-    assert ci.low == pytest.approx(1 / (spp.mean() + half))
+    assert isinstance(ci, Unbounded)
+    assert ci.reason.startswith("too few repeats to bound")
+    assert "Fix: raise repeats or measure_steps" in ci.reason
+    steps = steps_of(0, M, [(0.0, 1.0)]) + steps_of(1, M, [(0.0, 3.0)])
+    s = summarize(steps, windows)
+    assert s.throughput_ci95 is None  # never a range that means nothing
+    assert s.throughput_ci95_rel is None
+    assert s.throughput_ci95_status == "unbounded"
+    assert s.throughput_ci95_reason == ci.reason
 
 
 def test_ci_identical_repeats_is_a_point() -> None:
@@ -199,7 +262,7 @@ def test_ci_one_repeat_uses_batch_means() -> None:
     warm = steps_of(0, W, [(0.0, 50.0)])  # must not be in any batch
     windows = [window(0, W, 50.0, 1, 10), window(0, M, sum(times), 8, sum(samples), start_s=50.0)]
     ci = throughput_interval(warm + meas, windows)
-    assert ci is not None
+    assert isinstance(ci, Interval)
     # 8 steps -> min(10, 8 // 2) = 4 contiguous batches of 2 steps
     assert ci.method == "batch means, 4 batches of 2 steps"
     per_batch = np.array([sum(times[i : i + 2]) / sum(samples[i : i + 2]) for i in range(0, 8, 2)])
@@ -212,18 +275,22 @@ def test_ci_one_repeat_uses_batch_means() -> None:
 def test_ci_one_repeat_batch_count_is_capped_at_ten() -> None:
     meas = steps_of(0, M, [(0.0, 1.0 + 0.01 * (i % 7)) for i in range(40)])
     ci = throughput_interval(meas, [window(0, M, 41.0, 40, 400)])
-    assert ci is not None
+    assert isinstance(ci, Interval)
     assert ci.method == "batch means, 10 batches of 4 steps"
 
 
 def test_ci_one_repeat_four_steps_is_enough_three_is_not() -> None:
     four = steps_of(0, M, [(0.0, 1.0), (0.0, 1.5), (0.0, 1.25), (0.0, 1.0)])
     ci = throughput_interval(four, [window(0, M, 4.75, 4, 40)])
-    assert ci is not None
+    assert isinstance(ci, Interval)
     assert ci.method == "batch means, 2 batches of 2 steps"
     three = four[:3]
-    assert throughput_interval(three, [window(0, M, 3.75, 3, 30)]) is None
-    assert summarize(three, [window(0, M, 3.75, 3, 30)]).throughput_ci95 is None
+    none = throughput_interval(three, [window(0, M, 3.75, 3, 30)])
+    assert isinstance(none, Unbounded)
+    assert none.reason.startswith("too few measured steps to bound (3 in 1 window(s)")
+    assert "Fix: raise measure_steps or repeats" in none.reason
+    s = summarize(three, [window(0, M, 3.75, 3, 30)])
+    assert (s.throughput_ci95, s.throughput_ci95_status) == (None, "unbounded")
 
 
 def test_ci_one_repeat_contains_the_reported_throughput() -> None:
@@ -285,3 +352,41 @@ def test_summary_to_dict_round_trips_through_json() -> None:
     assert again["throughput"] == pytest.approx(300 / 3.05)
     assert again["steady_state"]["status"] == "insufficient"
     assert set(again["throughput_ci95"]) == {"low", "high", "level", "method"}
+
+
+# --- several ranks --------------------------------------------------------------------------------
+
+
+def test_pooled_batches_with_two_ranks_take_the_slowest_rank_and_all_samples() -> None:
+    # 2 repeats x 2 ranks x 4 steps; rank 1 is slower in repeat 0, rank 0 in repeat 1
+    steps: list[StepRecord] = []
+    windows: list[WindowRecord] = []
+    dur = {(0, 0): 1.0, (0, 1): 1.5, (1, 0): 2.0, (1, 1): 1.0}
+    for (repeat, rank), dt in dur.items():
+        start = 10.0 * repeat
+        steps += [StepRecord(repeat, M, i, start + i * dt, 0.0, dt, 8, rank) for i in range(4)]
+        windows.append(WindowRecord(repeat, M, start, 4 * dt, 4, 32, rank))
+    ci = throughput_interval(steps, windows)
+    assert isinstance(ci, Interval)
+    assert ci.method == "batch means over 2 windows, 4 batches of 2 steps"
+    # each batch: 2 steps of the slowest rank over 2 x 8 samples of both ranks
+    per_batch = np.array([2 * 1.5 / 32, 2 * 1.5 / 32, 2 * 2.0 / 32, 2 * 2.0 / 32])
+    half = sps.t.ppf(0.975, df=3) * per_batch.std(ddof=1) / math.sqrt(4)
+    assert ci.low == pytest.approx(1 / (per_batch.mean() + half))
+    assert ci.high == pytest.approx(1 / (per_batch.mean() - half))
+    s = summarize(steps, windows)
+    assert s.throughput == pytest.approx(128 / (6.0 + 8.0))  # all samples over the slowest rank's windows
+    combined = combine_ranks(windows)
+    assert [(w.repeat, w.seconds, w.samples, w.rank) for w in combined] == [(0, 6.0, 64, 0), (1, 8.0, 64, 0)]
+
+
+def test_many_one_step_repeats_are_summarized_per_repeat() -> None:
+    # the adversarial shape that made the old per-(repeat, rank) scan quadratic: 4,000 repeats x 2 ranks
+    steps = [StepRecord(r, M, 0, float(r), 0.0, 0.5 + 0.001 * (r % 7), 4, k) for r in range(4000) for k in range(2)]
+    windows = [WindowRecord(r, M, float(r), 0.5 + 0.001 * (r % 7), 1, 4, k) for r in range(4000) for k in range(2)]
+    s = summarize(steps, windows)
+    assert s.measured_steps == 8000
+    assert len(s.repeat_throughputs) == 4000
+    assert s.throughput_ci95 is not None
+    assert s.throughput_ci95.method == "t-interval over 4000 repeats"
+    assert s.steady_state.status == "insufficient"

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.steady import MIN_STEPS, check_steady_state, window_drift
+from harness.steady import (
+    CONFIDENCE,
+    MIN_STEPS,
+    STATUSES,
+    THEIL_SEN_CAP,
+    check_steady_state,
+    subsample_indices,
+    verdict,
+    window_trend,
+)
 
 
 def flat(n: int = 40, seed: int = 1) -> list[float]:
@@ -51,15 +60,21 @@ def test_falling_series_is_trending_with_negative_drift() -> None:
     assert v.worst_drift < -0.2
 
 
-def test_window_drift_of_exact_line() -> None:
+def test_window_trend_of_exact_line() -> None:
     y = [1.0 + 0.3 * i / 39 for i in range(40)]
-    drift, p = window_drift(y)
-    assert drift == pytest.approx(0.3 / float(np.median(y)))
-    assert p < 1e-10
+    t = window_trend(y)
+    assert t.drift == pytest.approx(0.3 / float(np.median(y)))
+    # every pairwise slope is the same: the interval collapses onto the estimate
+    assert t.drift_low == pytest.approx(t.drift)
+    assert t.drift_high == pytest.approx(t.drift)
+    assert t.p_value < 1e-10
+    assert (t.steps, t.fitted_steps) == (40, 40)
 
 
-def test_window_drift_of_constant_series() -> None:
-    assert window_drift([0.5] * 20) == (0.0, 1.0)
+def test_window_trend_of_constant_series() -> None:
+    t = window_trend([0.5] * 20)
+    assert (t.drift, t.drift_low, t.drift_high, t.p_value) == (0.0, 0.0, 0.0, 1.0)
+    assert check_steady_state([[0.5] * 20]).status == "steady"
 
 
 def test_significant_but_small_drift_is_steady() -> None:
@@ -74,11 +89,87 @@ def test_significant_but_small_drift_is_steady() -> None:
     assert check_steady_state([y], max_drift=0.02).status == "trending"
 
 
-def test_large_drift_that_is_not_significant_is_steady() -> None:
+def test_large_drift_that_is_not_significant_is_never_steady() -> None:
+    # the old rule called this "steady": significance was required to flag, none to clear
     v = check_steady_state([rising()], alpha=1e-30)
-    assert v.status == "steady"
+    assert v.status == "undetermined"
+    assert not v.flagged
+    assert not v.decided
     assert v.worst_drift is not None
     assert v.worst_drift > 0.2
+
+
+def noisy_rise(n: int, rise: float, noise: float, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(1.0 + rise * np.arange(n) / (n - 1) + noise * rng.normal(size=n))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_43_percent_drift_without_power_is_undetermined_not_steady(seed: int) -> None:
+    # the loaded-machine case of issue 13: +43% across a short, very noisy window
+    series = noisy_rise(10, 0.43, 0.35, seed)
+    v = check_steady_state([series])
+    assert v.status in ("undetermined", "trending")
+    t = window_trend(series)
+    assert verdict(t, 0.10, 0.05) != "steady"
+    assert t.drift_high - t.drift_low > 0.2  # far too wide to show anything within +-10%
+
+
+def test_the_interval_decides_steady() -> None:
+    t = window_trend(flat(n=40, seed=1))
+    assert -0.10 <= t.drift_low <= t.drift <= t.drift_high <= 0.10
+    assert verdict(t, 0.10, 0.05) == "steady"
+    # the same window, with a tolerance narrower than its interval, cannot be called steady
+    half = (t.drift_high - t.drift_low) / 4
+    assert verdict(t, half, 0.05) in ("undetermined", "trending")
+
+
+def test_one_undetermined_window_makes_the_run_undetermined_and_trending_wins() -> None:
+    short_noisy = noisy_rise(8, 0.0, 0.2, seed=3)
+    assert verdict(window_trend(short_noisy), 0.10, 0.05) == "undetermined"
+    v = check_steady_state([flat(seed=1), short_noisy, flat(seed=2)])
+    assert (v.status, v.windows_checked, v.windows_undetermined, v.windows_trending) == ("undetermined", 3, 1, 0)
+    w = check_steady_state([flat(seed=1), short_noisy, rising()])
+    assert (w.status, w.windows_trending, w.windows_undetermined) == ("trending", 1, 1)
+    assert set(STATUSES) == {"steady", "trending", "undetermined", "insufficient"}
+
+
+def test_explain_names_the_verdict_and_the_fix() -> None:
+    assert check_steady_state([flat(seed=1)]).explain().startswith("steady: every window's drift is within ±10%")
+    trending = check_steady_state([rising()]).explain()
+    assert trending.startswith("still trending in 1 of 1 windows")
+    assert "Fix: lengthen the warm-up" in trending
+    undetermined = check_steady_state([rising()], alpha=1e-30).explain()
+    assert undetermined.startswith("undetermined in 1 of 1 windows (largest drift +")
+    assert "90% CI" in undetermined
+    assert "Fix: raise measure_steps" in undetermined
+    assert "Fix: measure at least 8 steps" in check_steady_state([]).explain()
+
+
+# --- bounded work -------------------------------------------------------------------------------
+
+
+def test_subsample_indices_are_even_integer_and_keep_both_ends() -> None:
+    assert list(subsample_indices(7, cap=10)) == list(range(7))
+    idx = subsample_indices(40_000)
+    assert len(idx) == THEIL_SEN_CAP
+    assert (idx[0], idx[-1]) == (0, 39_999)
+    assert np.all(np.diff(idx) >= 80)  # 39_999 / 499 = 80.2: evenly spaced, strictly increasing
+    assert np.all(np.diff(idx) <= 81)
+    assert list(subsample_indices(11, cap=4)) == [0, 3, 6, 10]
+
+
+def test_long_window_uses_the_subsample_and_is_reproducible() -> None:
+    series = rising(n=40_000, rise=0.3, seed=5)
+    a = window_trend(series)
+    b = window_trend(list(series))
+    assert a == b  # bit for bit: the validator recomputes this
+    assert (a.steps, a.fitted_steps) == (40_000, THEIL_SEN_CAP)
+    assert a.drift == pytest.approx(0.3 / float(np.median(series)), rel=0.02)
+    assert a.drift_low < a.drift < a.drift_high
+    assert check_steady_state([series]).status == "trending"
+    assert check_steady_state([flat(n=40_000, seed=6)]).status == "steady"
+    assert CONFIDENCE == 0.90
 
 
 def test_fewer_than_min_steps_is_insufficient() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,7 @@ def test_capture_system_keys_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert set(d) == {
         "host",
         "cpu",
+        "isa",
         "numa_nodes",
         "binding",
         "memory",
@@ -118,6 +120,9 @@ def test_capture_system_keys_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert d["memory"]["total_bytes"] > 0
     assert set(d["loaded_libraries"]) == {"jemalloc", "tcmalloc", "intel_openmp", "gnu_openmp"}
     assert d["python"]["version"] == ".".join(str(v) for v in sys.version_info[:3])
+    assert d["isa"]["arch"] in ("x86_64", "aarch64", platform.machine().lower())
+    assert d["isa"]["onednn_isa"] is None  # the oneDNN probe costs seconds: opt-in only
+    assert isinstance(d["isa"]["bf16_native"], bool)
     json.dumps(d)  # JSON-ready
 
 
