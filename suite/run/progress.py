@@ -105,13 +105,8 @@ def summary_table(result: Result) -> Table:
     t.add_row("measured", f"{s.measured_steps} steps, {s.measured_samples} samples in {s.measured_seconds:.1f} s")
     t.add_row("warm-up", f"{s.warmup_seconds:.1f} s in all; first step {_fmt(s.first_step_s, '.2f', ' s')}")
     ss = s.steady_state
-    steady = {
-        "steady": "[green]steady[/green]",
-        "trending": "[red]STILL TRENDING[/red]",
-        "insufficient": "[yellow]too few steps to check[/yellow]",
-    }[ss.status]
-    if ss.worst_drift is not None:
-        steady += f" (largest drift {ss.worst_drift:+.1%} across a window)"
+    colour = {"steady": "green", "trending": "red", "undetermined": "yellow"}.get(ss.status, "yellow")
+    steady = f"[{colour}]{escape(ss.explain())}[/{colour}]"
     t.add_row("steady state", steady)
     if result.world_size > 1:
         info = result.workload_info
