@@ -35,27 +35,8 @@ def number(x: float) -> str:
 
 
 def run_name(result: Result) -> str:
-    """``<workload> <precision> bs<N> [<knobs>] @ <system>``, at most NAME_MAX characters.
-
-    Knobs (:func:`suite.labels.knobs`) that do not fit are counted as ``+N more``.
-    """
-    head = [result.workload]
-    prec = labels.precision(result)
-    if prec:
-        head.append(prec)
-    batch = result.config.params.get("batch_size")
-    if batch is not None:
-        head.append(f"bs{batch}")
-    tail = f" @ {plain(result.system)}"
-    base = plain(" ".join(head))
-    knobs = [plain(k) for k in labels.knobs(result)]
-    for shown in range(len(knobs), -1, -1):
-        more = len(knobs) - shown
-        inner = ", ".join(knobs[:shown] + ([f"+{more} more"] if more else []))
-        name = f"{base} [{inner}]{tail}" if inner else f"{base}{tail}"
-        if len(name) <= NAME_MAX:
-            return name
-    return (base + tail)[:NAME_MAX]
+    """``<workload> <precision> bs<N> [<knobs>] @ <system>`` in NAME_MAX characters (:func:`suite.labels.name`)."""
+    return labels.name(result, NAME_MAX)
 
 
 def interval_words(result: Result) -> tuple[str, str]:
@@ -151,7 +132,8 @@ def description(result: Result) -> str:
     s = result.summary
     w = result.config.windows
     config = (
-        f"- config: {escape(result.workload)}, profile {escape(result.profile)}, {result.division} division, "
+        f"- config: {escape(result.workload)} on {escape(result.system)}, profile {escape(result.profile)}, "
+        f"{result.division} division, "
         f"{w.repeats} repeat{'s' if w.repeats != 1 else ''} of at least {w.measure_steps} steps "
         f"and {number(w.measure_seconds)} s"
     )
