@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from suite.markdown import plain
 from suite.results import Result
 from suite.specs import RunConfig
 
@@ -126,6 +127,31 @@ def knobs(result: Result) -> list[str]:
     return out
 
 
+def name(result: Result, max_len: int = 250) -> str:
+    """``<workload> <precision> bs<N> [<knobs>] @ <system>``, at most ``max_len`` characters.
+
+    Knobs (:func:`knobs`) that do not fit are counted as ``+N more``; control
+    characters become spaces.
+    """
+    head = [result.workload]
+    prec = precision(result)
+    if prec:
+        head.append(prec)
+    batch = result.config.params.get("batch_size")
+    if batch is not None:
+        head.append(f"bs{batch}")
+    tail = f" @ {plain(result.system)}"
+    base = plain(" ".join(head))
+    found = [plain(k) for k in knobs(result)]
+    for shown in range(len(found), -1, -1):
+        more = len(found) - shown
+        inner = ", ".join(found[:shown] + ([f"+{more} more"] if more else []))
+        text = f"{base} [{inner}]{tail}" if inner else f"{base}{tail}"
+        if len(text) <= max_len:
+            return text
+    return (base + tail)[:max_len]
+
+
 def precision(result: Result) -> str | None:
     """The precision the run used: a resolved one recorded by the workload (``precision=auto``), else the setting."""
     info = result.workload_info.get("precision")
@@ -158,6 +184,33 @@ def isa_features(env: dict[str, Any]) -> list[str]:
         flags = (env.get("cpu") or {}).get("flags") or []
         found = [f for f in MATRIX_FEATURES if isinstance(flags, list) and f in flags]
     return [f for f in MATRIX_FEATURES if f in found] + sorted(f for f in set(found) - set(MATRIX_FEATURES))
+
+
+_VECTOR = (("avx512f", "AVX512"), ("avx2", "AVX2"), ("sve2", "SVE2"), ("sve", "SVE"))
+_ISA_WORDS = (
+    ("amx_bf16", "AMX-BF16"),
+    ("amx_int8", "AMX-INT8"),
+    ("avx512_bf16", "BF16"),
+    ("bf16", "BF16"),
+    ("avx512_fp16", "FP16"),
+    ("avx512_vnni", "VNNI"),
+    ("avx_vnni", "VNNI"),
+    ("i8mm", "I8MM"),
+)
+
+
+def isa_summary(env: dict[str, Any]) -> str | None:
+    """The matrix ISA in a few words: the widest vector ISA, then the matrix extensions.
+
+    E.g. ``AVX2`` (Zen 1: bf16 emulated), ``AVX512 BF16 VNNI`` (Zen 4),
+    ``AVX512 AMX-BF16 AMX-INT8 BF16 FP16 VNNI`` (Sapphire Rapids), ``SVE BF16 I8MM``
+    (Graviton 3). None when nothing is recorded.
+    """
+    found = set(isa_features(env))
+    vector = next((name for flag, name in _VECTOR if flag in found), None)
+    extras = list(dict.fromkeys(name for flag, name in _ISA_WORDS if flag in found))
+    words = ([vector] if vector else []) + extras
+    return " ".join(words) or None
 
 
 def torch_capability(env: dict[str, Any]) -> str | None:

@@ -87,34 +87,42 @@ def relative_half_width(result: Result) -> float | None:
 
 
 def steady_words(result: Result) -> str | None:
-    """The steady-state verdict in words (``steady``, ``trending``, ``insufficient``, ``undetermined``, ...)."""
+    """The steady-state verdict in a few words (``steady``, ``TRENDING``, ``not checked``, ``undetermined``)."""
     if result.summary is None:
         return None
     st = result.summary.steady_state
-    drift = f"{st.worst_drift:+.1%}" if st.worst_drift is not None else None
+    drift = f"drift {st.worst_drift:+.1%}" if st.worst_drift is not None else None
     p = f", p={st.worst_p_value:.2g}" if st.worst_p_value is not None else ""
     if st.status == "steady":
-        return f"steady (largest drift {drift} across a window{p})" if drift else "steady"
+        return f"steady ({drift})" if drift else "steady"
     if st.status == "trending":
-        return f"TRENDING: step time still drifts {drift} across a window{p}; lengthen the warm-up"
+        return f"TRENDING ({drift}{p}): step time still drifts; lengthen the warm-up"
     if st.status == "insufficient":
-        return "not checked (fewer than 8 measured steps per window)"
+        return "not checked (< 8 steps per window)"
     if st.status == "undetermined":
-        return "undetermined: the trend test had too little power to decide" + (f" (drift {drift}{p})" if drift else "")
+        return "undetermined (too little data to decide)" if not drift else f"undetermined ({drift}{p})"
     return plain(st.status)
 
 
+def verdict_words(result: Result) -> str | None:
+    """The input-bound verdict in a few words, e.g. ``compute-bound (0% data wait, CPU 98% busy)``."""
+    d, s = result.diagnosis, result.summary
+    if d is None or s is None:
+        return None
+    cpu = f", CPU {d.cpu_mean_percent:.0f}% busy" if d.cpu_mean_percent is not None else ""
+    return f"{d.verdict} ({s.input_bound_fraction:.0%} data wait{cpu})"
+
+
 def hardware_words(result: Result) -> str:
-    """CPU model, cores, ISA, GPU and torch version in one line."""
+    """CPU model, cores, ISA, GPU, torch version and runtime in one line."""
     env = result.environment
     parts = [str((env.get("cpu") or {}).get("model") or "unknown CPU")]
     cores = labels.cores_text(env)
     if cores:
         parts.append(f"{cores} cores")
-    isa = labels.isa_features(env)
-    cap = labels.torch_capability(env)
-    if isa or cap:
-        parts.append("ISA " + " ".join(isa) + (f" (torch {cap})" if cap else ""))
+    isa = labels.isa_summary(env)
+    if isa:
+        parts.append(isa)
     parts.append(f"GPU {labels.gpu_text(env)}")
     torch = (env.get("torch") or {}).get("version")
     if torch:
@@ -124,39 +132,31 @@ def hardware_words(result: Result) -> str:
 
 
 def description(result: Result) -> str:
-    """The run's description (Markdown): the answer first, in lines that fit before the UI's "Show more".
+    """The run's description (Markdown): four short lines that fit the UI's 150-pixel preview.
 
-    Line 1: throughput and its 95% CI. Then the verdicts (input-bound, steady
-    state), the hardware, the cost, and the config with the CI's method.
+    MLflow's UI renders it with showdown and ``simpleLineBreaks``, so each newline is a line break.
+
+    Throughput and its 95% CI; the verdicts (input-bound, steady state); the
+    hardware; the config (workload, system, profile, division, windows) and cost.
     """
-    s = result.summary
     w = result.config.windows
+    repeats = f"{w.repeats} repeat{'s' if w.repeats != 1 else ''} of ≥ {w.measure_steps} steps"
     config = (
-        f"- config: {escape(result.workload)} on {escape(result.system)}, profile {escape(result.profile)}, "
-        f"{result.division} division, "
-        f"{w.repeats} repeat{'s' if w.repeats != 1 else ''} of at least {w.measure_steps} steps "
-        f"and {number(w.measure_seconds)} s"
+        f"{escape(result.workload)} on {escape(result.system)} · profile {escape(result.profile)} · "
+        f"{result.division} division · {repeats}"
     )
+    if result.cost is not None:
+        config += f" · {number(result.cost.samples_per_dollar)} samples/$ at {number(result.cost.usd_per_hour)} USD/h"
+    s = result.summary
     if s is None:
         steps = sum(1 for r in result.steps if r.phase.value == "measurement")
-        return "\n".join(
-            [
-                f"**incomplete run**: {escape(result.error or 'no summary')}",
-                "",
-                f"- {steps} measured steps kept in the result file; no throughput is reported",
-                f"- {escape(hardware_words(result))}",
-                config,
-            ]
-        )
-    lines = [f"**{number(s.throughput)} samples/s** · {interval_words(result)[1]}", ""]
-    verdict = escape(result.diagnosis.message) + " · " if result.diagnosis is not None else ""
-    lines.append(f"- {verdict}steady state: {escape(steady_words(result))}")
-    lines.append(f"- {escape(hardware_words(result))}")
-    if result.cost is not None:
-        cost = result.cost
-        lines.append(f"- {number(cost.samples_per_dollar)} samples per dollar at {number(cost.usd_per_hour)} USD/hour")
-    lines.append(config)
-    return "\n".join(lines)
+        head = f"**incomplete run**: {escape(result.error or 'no summary')}"
+        verdicts = f"{steps} measured steps kept in the result file; no throughput is reported"
+    else:
+        head = f"**{number(s.throughput)} samples/s** · {interval_words(result)[1]}"
+        verdict = verdict_words(result)
+        verdicts = (f"{escape(verdict)} · " if verdict else "") + f"steady state: {escape(steady_words(result))}"
+    return "\n".join([head, verdicts, escape(hardware_words(result)), config])
 
 
 def tags(result: Result) -> dict[str, str]:
@@ -172,7 +172,8 @@ def tags(result: Result) -> dict[str, str]:
     out: dict[str, Any] = {  # the UI lists tags in this order: hardware, then verdicts, then identity
         "trainbench.cpu_model": str((env.get("cpu") or {}).get("model")),
         "trainbench.cores": labels.cores_text(env),
-        "trainbench.isa": " ".join(labels.isa_features(env)) or None,
+        "trainbench.isa": labels.isa_summary(env),
+        "trainbench.isa_features": " ".join(labels.isa_features(env)) or None,
         "trainbench.torch_cpu_capability": labels.torch_capability(env),
         "trainbench.gpu": labels.gpu_text(env),
         "trainbench.torch": torch.get("version"),

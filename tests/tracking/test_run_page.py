@@ -63,8 +63,9 @@ def test_the_run_page_of_a_real_run_answers_at_a_glance(real: tuple[Result, Path
     note = run.data.tags["mlflow.note.content"]
     first = note.splitlines()[0]
     assert first.startswith(f"**{number(s.throughput)} samples/s** · 95% CI")
-    assert result.diagnosis is not None and result.diagnosis.message.split(";")[0] in note
-    assert "steady state: " in note and str(result.environment["cpu"]["model"]) in note
+    assert result.diagnosis is not None and f"{result.diagnosis.verdict} \\(" in note.splitlines()[1]
+    assert "steady state: " in note.splitlines()[1]
+    assert note.splitlines()[2].startswith(str(result.environment["cpu"]["model"]))
 
     # the throughput is the first metric, its CI is defined, nothing is NaN
     metrics = run.data.metrics
@@ -107,7 +108,8 @@ def test_the_run_page_of_a_real_run_answers_at_a_glance(real: tuple[Result, Path
     tags, env = run.data.tags, result.environment
     assert tags["trainbench.cpu_model"] == str(env["cpu"]["model"])
     assert tags["trainbench.cores"].startswith(f"{env['cpu']['logical_cores']} logical")
-    assert tags.get("trainbench.isa", "") == " ".join(labels.isa_features(env))
+    assert tags.get("trainbench.isa") == labels.isa_summary(env)
+    assert tags.get("trainbench.isa_features", "") == " ".join(labels.isa_features(env))
     assert tags["trainbench.torch"] == env["torch"]["version"] and tags["trainbench.runtime"] == "local"
     assert tags["trainbench.gpu"] == labels.gpu_text(env)
     assert "trainbench.slurm_job_id" not in tags
@@ -157,7 +159,8 @@ def test_fields_other_parts_record_are_used_when_present(tmp_path: Path) -> None
     _, run = _logged(result, path, tmp_path)
     assert run.info.start_time == 1_800_000_000_250
     assert run.data.tags["trainbench.clock"] == "measured"
-    assert run.data.tags["trainbench.isa"] == "avx2 avx512_bf16 amx_bf16"
+    assert run.data.tags["trainbench.isa_features"] == "avx2 avx512_bf16 amx_bf16"
+    assert run.data.tags["trainbench.isa"] == "AVX2 AMX-BF16 BF16"
     assert run.data.tags["trainbench.torch_cpu_capability"] == "AVX512"
     assert run.data.tags["trainbench.slurm_job_id"] == "4242" and run.data.tags["trainbench.slurm_nodelist"] == "n[1-2]"
     assert run.data.tags["trainbench.bf16_emulated"] == "false"
