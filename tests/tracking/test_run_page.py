@@ -179,3 +179,27 @@ def test_hostile_system_names_stay_text_in_the_description(tmp_path: Path) -> No
     note = run.data.tags["mlflow.note.content"]
     assert r"evil\]\(javascript:alert\(1\)\) &lt;script&gt;" in note
     assert "<script>" not in note and "](javascript" not in note and "](http" not in note and "`code`" not in note
+
+
+def test_an_incomplete_run_says_so_and_keeps_its_steps(real: tuple[Result, Path], tmp_path: Path) -> None:
+    result, path = real
+    broken = seal(
+        {
+            **result.model_dump(),
+            "run_id": "d" * 32,
+            "status": "incomplete",
+            "error": "the rank was killed by SIGKILL",
+            "windows": [],
+            "summary": None,
+            "utilization_summary": None,
+            "diagnosis": None,
+            "cost": None,
+        }
+    )
+    client, run = _logged(broken, path, tmp_path)
+    assert run.info.status == "FAILED"
+    assert run.data.tags["mlflow.note.content"].startswith("**incomplete run**: the rank was killed by SIGKILL")
+    assert "throughput_samples_per_s" not in run.data.metrics
+    measured = [r for r in broken.steps if r.phase.value == "measurement"]
+    assert len(client.get_metric_history(run.info.run_id, "step_time_s")) == len(measured)
+    assert run.info.end_time is not None and run.info.end_time > run.info.start_time
