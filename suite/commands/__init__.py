@@ -35,6 +35,7 @@ AREAS = (
     "submit",  # submit
     "bands",  # bands list, bands derive
     "images",  # images build, base, lock, prune, list
+    "compare",  # compare A B
 )
 """The command modules of ``suite.commands``, each with its ``COMMANDS``; one line per area."""
 

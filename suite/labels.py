@@ -1,0 +1,285 @@
+"""Short words for what a result measured and where: its config's knobs, precision, device and hardware.
+
+One home for the labels the MLflow run page (``suite.tracking``) and ``trainbench
+compare`` (``suite.compare``) print, so both name a config and a machine the same way.
+Every value is read from the result as written; fields that other parts of the suite
+add later (``environment["isa"]``, a resolved ``precision``, ``bf16_emulated``) are
+used when present, and the labels fall back to what older results hold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from pydantic import BaseModel
+
+from suite.markdown import plain
+from suite.results import Result
+from suite.specs import RunConfig
+
+MATRIX_FEATURES = (
+    "avx2",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx512_vnni",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "bf16",
+    "sve",
+    "sve2",
+    "i8mm",
+)
+"""CPU features that decide matrix throughput (issue 13's list: x86, then aarch64)."""
+NATIVE_BF16 = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+"""Any of these flags means the CPU computes bf16 natively (no emulation)."""
+NOT_KNOBS = frozenset(
+    {
+        "params.batch_size",  # in the name as bs<N>
+        "params.precision",  # in the name
+        "launch.startup_timeout_s",
+        "launch.stall_timeout_s",
+        "launch.rdzv_id",
+        "launch.rdzv_endpoint",
+    }
+)
+"""Settings that never appear among a run name's knobs (already named, or no effect on speed)."""
+KNOB_SECTIONS = ("params.", "launch.")
+"""A knob is a setting of the trained config; windows only change how long it is measured."""
+
+
+def value_text(value: Any) -> str | None:
+    """A setting as the CLI spells it: ``true``/``false``, no ``None``, numbers without float noise.
+
+    Floats keep 6 significant digits (``0.001``, ``1800``, ``1e-05``); lists and
+    mappings are compact JSON. Returns None for None (a setting left unset).
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.6g}"
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+    return str(value)
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}", v, out)
+    else:
+        out[prefix] = value
+
+
+def flat_settings(config: RunConfig) -> dict[str, Any]:
+    """Every setting of ``config`` as ``section.key -> value`` (params, windows, launch; nested keys dotted)."""
+    doc = config.model_dump(mode="json")
+    out: dict[str, Any] = {}
+    for section in ("params", "windows", "launch"):
+        _flatten(section, doc.get(section) or {}, out)
+    return out
+
+
+def _profile_defaults(result: Result) -> dict[str, Any] | None:
+    """The settings of the result's profile without overrides, or None when the spec is not at hand."""
+    from suite.specs import resolve
+
+    try:
+        return flat_settings(resolve(result.workload, result.profile))
+    except Exception:  # spec renamed, removed or invalid here: fall back to the recorded overrides
+        return None
+
+
+def knobs(result: Result) -> list[str]:
+    """The trained config's settings that differ from its profile's defaults, as ``key=value``.
+
+    Compares with the profile as this checkout defines it; where the spec or profile
+    is not found, the keys of the recorded ``--set`` overrides are used instead. Batch
+    size and precision are left out (the run name carries them), and so are windows
+    and timeouts. A distributed run adds ``N ranks``.
+    """
+    actual = flat_settings(result.config)
+    defaults = _profile_defaults(result)
+    if defaults is not None:
+        keys = [k for k, v in actual.items() if value_text(v) != value_text(defaults.get(k))]
+    else:
+        named = {o.partition("=")[0].strip() for o in result.config.overrides}
+        keys = [k for k in actual if k in named or k.split(".", 1)[-1] in named]
+    out = [
+        f"{k.split('.', 1)[1]}={value_text(actual[k])}"
+        for k in keys
+        if k.startswith(KNOB_SECTIONS) and k not in NOT_KNOBS and actual[k] is not None
+    ]
+    if result.world_size > 1:
+        out.append(f"{result.world_size} ranks")
+    return out
+
+
+def name(result: Result, max_len: int = 250) -> str:
+    """``<workload> <precision> bs<N> [<knobs>] @ <system>``, at most ``max_len`` characters.
+
+    Knobs (:func:`knobs`) that do not fit are counted as ``+N more``; control
+    characters become spaces.
+    """
+    head = [result.workload]
+    prec = precision(result)
+    if prec:
+        head.append(prec)
+    batch = result.config.params.get("batch_size")
+    if batch is not None:
+        head.append(f"bs{batch}")
+    tail = f" @ {plain(result.system)}"
+    base = plain(" ".join(head))
+    found = [plain(k) for k in knobs(result)]
+    for shown in range(len(found), -1, -1):
+        more = len(found) - shown
+        inner = ", ".join(found[:shown] + ([f"+{more} more"] if more else []))
+        text = f"{base} [{inner}]{tail}" if inner else f"{base}{tail}"
+        if len(text) <= max_len:
+            return text
+    return (base + tail)[:max_len]
+
+
+def precision(result: Result) -> str | None:
+    """The precision the run used: a resolved one recorded by the workload (``precision=auto``), else the setting."""
+    info = result.workload_info.get("precision")
+    if isinstance(info, dict):
+        info = info.get("effective") or info.get("resolved") or info.get("used")
+    if isinstance(info, str) and info:
+        return info
+    value = result.config.params.get("precision")
+    return str(value) if value is not None else None
+
+
+def device_class(result: Result) -> str:
+    """``gpu`` when the run needed a GPU (the resolved config says so), else ``cpu``."""
+    device = str(result.config.params.get("device", ""))
+    return "gpu" if result.config.requires_gpu or device.startswith("cuda") else "cpu"
+
+
+def isa_features(env: dict[str, Any]) -> list[str]:
+    """Matrix-relevant CPU features: from ``environment["isa"]`` when recorded, else from the CPU flags."""
+    isa = env.get("isa")
+    found: list[str] = []
+    if isinstance(isa, dict):
+        for key in ("features", "flags", "matrix_features"):
+            if isinstance(isa.get(key), list):
+                found = [str(f) for f in isa[key]]
+                break
+        else:
+            found = [k for k, v in isa.items() if v is True and k in MATRIX_FEATURES]
+    if not found:
+        flags = (env.get("cpu") or {}).get("flags") or []
+        found = [f for f in MATRIX_FEATURES if isinstance(flags, list) and f in flags]
+    return [f for f in MATRIX_FEATURES if f in found] + sorted(f for f in set(found) - set(MATRIX_FEATURES))
+
+
+_VECTOR = (("avx512f", "AVX512"), ("avx2", "AVX2"), ("sve2", "SVE2"), ("sve", "SVE"))
+_ISA_WORDS = (
+    ("amx_bf16", "AMX-BF16"),
+    ("amx_int8", "AMX-INT8"),
+    ("avx512_bf16", "BF16"),
+    ("bf16", "BF16"),
+    ("avx512_fp16", "FP16"),
+    ("avx512_vnni", "VNNI"),
+    ("avx_vnni", "VNNI"),
+    ("i8mm", "I8MM"),
+)
+
+
+def isa_summary(env: dict[str, Any]) -> str | None:
+    """The matrix ISA in a few words: the widest vector ISA, then the matrix extensions.
+
+    E.g. ``AVX2`` (Zen 1: bf16 emulated), ``AVX512 BF16 VNNI`` (Zen 4),
+    ``AVX512 AMX-BF16 AMX-INT8 BF16 FP16 VNNI`` (Sapphire Rapids), ``SVE BF16 I8MM``
+    (Graviton 3). None when nothing is recorded.
+    """
+    found = set(isa_features(env))
+    vector = next((name for flag, name in _VECTOR if flag in found), None)
+    extras = list(dict.fromkeys(name for flag, name in _ISA_WORDS if flag in found))
+    words = ([vector] if vector else []) + extras
+    return " ".join(words) or None
+
+
+def torch_capability(env: dict[str, Any]) -> str | None:
+    """The ISA torch dispatches to (``AVX512``, ``AVX2``, ...), as recorded."""
+    isa = env.get("isa")
+    if isinstance(isa, dict):
+        for key in ("torch_capability", "cpu_capability", "torch"):
+            if isinstance(isa.get(key), str):
+                return str(isa[key])
+    cap = (env.get("torch") or {}).get("cpu_capability")
+    return str(cap) if cap else None
+
+
+def bf16_emulated(result: Result) -> bool | None:
+    """Whether bf16 ran emulated: the recorded ``bf16_emulated`` flag, else judged from the CPU flags.
+
+    Returns None when the run did not use bf16 or ran on a GPU. Without a recorded
+    flag, bf16 counts as emulated when the CPU has no native bf16 feature, or when
+    ``ONEDNN_MAX_CPU_ISA`` caps oneDNN below its bf16 ISAs (e.g. ``AVX2``, ``AVX512_CORE``).
+    """
+    for where in (result.workload_info, result.environment, result.environment.get("isa")):
+        if isinstance(where, dict) and isinstance(where.get("bf16_emulated"), bool):
+            return bool(where["bf16_emulated"])
+    if precision(result) != "bf16" or device_class(result) != "cpu":
+        return None
+    capped = str((result.environment.get("env") or {}).get("ONEDNN_MAX_CPU_ISA", "")).upper()
+    if capped and capped not in ("ALL", "DEFAULT") and not any(s in capped for s in ("BF16", "AMX", "AVX10")):
+        return True
+    return not (NATIVE_BF16 & set(isa_features(result.environment)))
+
+
+def gpu_text(env: dict[str, Any]) -> str:
+    """``none``, or ``<count>x <model>`` per model, with the driver."""
+    devices = (env.get("gpus") or {}).get("devices") or []
+    names = [str(d.get("name")) for d in devices if isinstance(d, dict)]
+    if not names:
+        names = [str(n) for n in ((env.get("torch") or {}).get("devices") or [])]
+    if not names:
+        return "none"
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    text = ", ".join(f"{c}x {n}" for n, c in counts.items())
+    driver = (env.get("gpus") or {}).get("driver")
+    return f"{text} (driver {driver})" if driver else text
+
+
+def cores_text(env: dict[str, Any]) -> str | None:
+    """``<logical> logical, <physical> physical`` and, when fewer, how many the run was allowed to use."""
+    cpu = env.get("cpu") or {}
+    logical, physical = cpu.get("logical_cores"), cpu.get("physical_cores")
+    if logical is None:
+        return None
+    text = f"{logical} logical" + (f", {physical} physical" if physical is not None else "")
+    allowed = (env.get("binding") or {}).get("cpus_allowed")
+    if isinstance(allowed, list) and 0 < len(allowed) < int(logical):
+        text += f", {len(allowed)} allowed"
+    return text
+
+
+def slurm_job(result: Result) -> dict[str, str]:
+    """The Slurm job the run ran in (``job_id``, ``nodelist``, ``partition``), or {} where none is recorded."""
+    raw: Any = getattr(result.runtime, "slurm", None) or result.environment.get("slurm")
+    if isinstance(raw, BaseModel):
+        raw = raw.model_dump()
+    if not isinstance(raw, dict):
+        return {}
+    out = {}
+    for key in ("job_id", "nodelist", "partition"):
+        if raw.get(key) is not None:
+            out[key] = str(raw[key])
+    return out
