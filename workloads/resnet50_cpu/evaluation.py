@@ -57,6 +57,8 @@ class SyntheticEvalImages(Dataset[tuple[torch.Tensor, int]]):
         return self.length
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        if not 0 <= index < self.length:
+            raise IndexError(f"sample {index} of a {self.length}-sample eval set")
         g = torch.Generator()
         g.manual_seed((self.seed * 0x9E3779B1 + index) % 2**63)
         image = torch.randn(3, self.image_size, self.image_size, generator=g)
