@@ -92,7 +92,9 @@ def imagefolder(root: str | Path, image_size: int) -> datasets.ImageFolder:
     split = val_split_dir(path)
     classes = sorted(d.name for d in path.iterdir() if d.is_dir() and not (split is not None and d == split))
     if not classes:
-        raise DataError(f"data_dir {str(path)!r} holds no class folders; point data_dir at an ImageFolder tree")
+        raise DataError(
+            f"data_dir {str(path)!r} is not a usable ImageFolder tree: it holds no class folders (one per class)"
+        )
     try:
         return ClassFolder(path, train_transform(image_size), classes)
     except (FileNotFoundError, RuntimeError) as exc:
