@@ -47,6 +47,7 @@ from harness.sampler import UtilizationSampler
 from harness.system import capture_system, parse_cpulist
 from harness.windows import WindowError, plan_from_mapping
 from workloads import registry
+from workloads.evaluation import EVALUATION_KEY, run_evaluation
 from workloads.measurement import RankMeasurement
 
 
@@ -212,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         origin = time.perf_counter()
         sampler = UtilizationSampler(interval, origin=origin).start()
         run_plan(workload, plan, measurement, origin=origin, on_step=on_step, rank=rank)
+        evaluation = run_evaluation(workload, origin) if measurement.complete else None  # after every timed window
+        if evaluation is not None:
+            out.workload_info[EVALUATION_KEY] = evaluation
     except (KeyboardInterrupt, Interrupted) as exc:
         out.error = f"interrupted ({exc or 'SIGINT'}) after {len(measurement.steps)} steps"
         traceback.print_exc()

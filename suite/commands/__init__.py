@@ -36,6 +36,7 @@ AREAS = (
     "bands",  # bands list, bands derive
     "images",  # images build, base, lock, prune, list
     "compare",  # compare A B
+    "export",  # export mlperf
 )
 """The command modules of ``suite.commands``, each with its ``COMMANDS``; one line per area."""
 

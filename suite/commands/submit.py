@@ -11,7 +11,7 @@ from suite.commands.validate import rules_option, specs_option
 from suite.console import console
 from suite.errors import BadInput
 from suite.rules import load_rules
-from suite.validation.systems import Price
+from suite.systems import Price
 
 
 @click.command("submit")
@@ -42,6 +42,19 @@ from suite.validation.systems import Price
 @click.option("--price-source", help="Where the price comes from.")
 @click.option("--price-date", help="Month of the price source, YYYY-MM.")
 @click.option("--no-price", "no_price", metavar="REASON", help="The system has no price; say why.")
+@click.option(
+    "--mlperf",
+    is_flag=True,
+    help="With --describe-system: also write the 33 fields of MLPerf's training system description "
+    "(under the system file's `mlperf` key; see `trainbench export mlperf`).",
+)
+@click.option(
+    "--mlperf-field",
+    "mlperf_fields",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="With --mlperf: a field the submitter supplies, e.g. status='Available cloud' (repeatable).",
+)
 @click.option("--dry-run", is_flag=True, help="Check only; copy nothing.")
 @rules_option
 @specs_option
@@ -61,6 +74,8 @@ def submit(
     price_source: str | None,
     price_date: str | None,
     no_price: str | None,
+    mlperf: bool,
+    mlperf_fields: tuple[str, ...],
     dry_run: bool,
     rules_path: Path,
     specs_dir: Path,
@@ -73,13 +88,15 @@ def submit(
     from pydantic import ValidationError
 
     from suite.results import ResultError, read_result
+    from suite.systems import Instance, describe
     from suite.validation.render import findings_table
     from suite.validation.result_checks import CheckContext
     from suite.validation.submit import SubmitError, submit_results
-    from suite.validation.systems import Instance, describe
 
     ctx = CheckContext(load_rules(rules_path), specs_dir)
     new_system = None
+    if (mlperf or mlperf_fields) and not describe_system:
+        raise BadInput("--mlperf and --mlperf-field describe a new system: add --describe-system")
     if describe_system:
         price = _price(instance_type, pricing, region, price_per_hour, price_source, price_date, no_price)
         try:
@@ -95,6 +112,16 @@ def submit(
             )
         except (ResultError, ValidationError) as exc:
             raise BadInput(f"cannot describe the system from {results[0]}: {exc}") from exc
+        if mlperf or mlperf_fields:
+            from suite.export.system_desc import parse_field_overrides, with_mlperf
+
+            new_system, undisclosed = with_mlperf(new_system, first, parse_field_overrides(list(mlperf_fields)))
+            if undisclosed:
+                console.print(
+                    f"MLPerf fields not disclosed (add with --mlperf-field NAME=VALUE): {', '.join(undisclosed)}",
+                    highlight=False,
+                    markup=False,
+                )
     try:
         outcome = submit_results(list(results), root, submitter, system, ctx, new_system, dry_run)
     except SubmitError as exc:  # exit 1 with findings (shown first), 2 without

@@ -186,8 +186,8 @@ def report(
 @click.option("--write", is_flag=True, help="Write the schema file in the package instead of printing it.")
 def submission_schema(kind: str, write: bool) -> None:
     """Print the JSON Schema of a system description or of the bands file."""
+    from suite import systems
     from suite.validation import bands as bands_module
-    from suite.validation import systems
 
     schema, path = {
         "system": (systems.json_schema, systems.SYSTEM_SCHEMA_PATH),

@@ -8,10 +8,10 @@ from typing import Any
 
 from suite.errors import BadInput
 from suite.results import Result
+from suite.systems import SystemDescription
 from suite.validation.bands import BandsFile, ReferenceBand
 from suite.validation.findings import Findings
 from suite.validation.result_checks import CheckContext
-from suite.validation.systems import SystemDescription
 
 
 class ValidatorSetupError(BadInput, RuntimeError):

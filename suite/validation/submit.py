@@ -15,9 +15,9 @@ from suite.errors import BadInput
 from suite.files import FileProblem, parse_json, read_bounded, read_json
 from suite.results import Result, ResultError, load_document
 from suite.specs import load_specs
+from suite.systems import SYSTEM_NAME_PATTERN, SystemDescription, inconsistencies, price_matches
 from suite.validation.findings import Findings
 from suite.validation.result_checks import CheckContext, check_result, measurement_fingerprint, parse_result
-from suite.validation.systems import SYSTEM_NAME_PATTERN, SystemDescription, inconsistencies, price_matches
 from suite.validation.tree import RESULT_NAME
 
 

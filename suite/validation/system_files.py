@@ -12,14 +12,14 @@ from pydantic import ValidationError
 
 from suite.files import FileProblem, read_json
 from suite.results import Result
-from suite.validation.outcomes import TreeRuns
-from suite.validation.systems import (
+from suite.systems import (
     SYSTEM_SCHEMA_PATH,
     SystemDescription,
     inconsistencies,
     price_matches,
     unit_problems,
 )
+from suite.validation.outcomes import TreeRuns
 
 
 @functools.lru_cache(maxsize=1)

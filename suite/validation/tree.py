@@ -22,15 +22,15 @@ from suite.files import MAX_FILES, FileProblem, link_problem, read_json
 from suite.results import Result
 from suite.rules import Rules
 from suite.specs import SPECS_DIR, ConfigError, load_specs
+from suite.systems import (
+    SYSTEM_NAME_PATTERN,
+)
 from suite.validation.bands import BandsFile
 from suite.validation.findings import Findings
 from suite.validation.outcomes import RunEntry, TreeRuns, ValidationReport, ValidatorSetupError
 from suite.validation.result_checks import CheckContext, check_result, parse_result
 from suite.validation.scoring import attribute, score_runs
 from suite.validation.system_files import check_against_system, load_system
-from suite.validation.systems import (
-    SYSTEM_NAME_PATTERN,
-)
 
 RESULT_NAME = re.compile(r"^result_([1-9][0-9]{0,5})\.json$")
 """Result files are ``result_<n>.json``, n = 1, 2, ..."""

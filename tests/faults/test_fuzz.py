@@ -218,8 +218,8 @@ def test_system_description_through_the_validator(tmp_path: Path, data: st.DataO
 
     from pydantic import ValidationError
 
+    from suite.systems import SystemDescription
     from suite.validation.findings import Severity
-    from suite.validation.systems import SystemDescription
     from suite.validation.tree import validate_tree
 
     rules, bands = _rules_and_bands()

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from suite import systems
 from suite.files import MAX_FILE_BYTES, FileProblem, link_problem, parse_json, read_bounded
 from suite.rules import Rules, closed_deviations, division_for, load_rules
 from suite.specs import resolve
 from suite.validation import bands as bands_module
-from suite.validation import systems
 from suite.validation.bands import BANDS_PATH, Citation, ReferenceBand, score
 from suite.validation.bands_file import load_bands
 from suite.validation.findings import CODES, Findings, Severity

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from suite.results import Result, write_result
 from suite.rules import load_rules
+from suite.systems import Price, SystemDescription, describe
 from suite.validation.bands import BandsFile, Citation, ReferenceBand
 from suite.validation.bands_file import load_bands, write_bands
 from suite.validation.derive import derive_band
 from suite.validation.outcomes import ValidationReport
 from suite.validation.result_checks import CheckContext
-from suite.validation.systems import Price, SystemDescription, describe
 from suite.validation.tree import validate_tree
 from tests.validation.conftest import PRICE, SUBMITTER, SYSTEM, RealRuns
 

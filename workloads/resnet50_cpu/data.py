@@ -38,16 +38,36 @@ class SyntheticImages(Dataset[tuple[torch.Tensor, int]]):
         return torch.randn(3, self.image_size, self.image_size), index % self.num_classes
 
 
-def imagefolder(root: str | Path, image_size: int) -> datasets.ImageFolder:
-    """ImageFolder with the standard training augmentation (RandomResizedCrop, flip, normalize).
+VAL_SPLIT_DIR = "val"
+"""A ``val/`` folder of class folders inside ``data_dir`` is the evaluation split (ImageNet's layout)."""
 
-    Raises:
-        DataError: the directory is missing or holds no class folders with images.
+
+def val_split_dir(root: str | Path) -> Path | None:
+    """``root/val`` when it is an evaluation split (a directory holding class folders), else None.
+
+    A ``val`` folder that holds images directly is an ordinary class, as ImageFolder sees it.
     """
-    path = Path(root)
-    if not path.is_dir():
-        raise DataError(f"data_dir {str(path)!r} is not a directory; point data_dir at an ImageFolder tree")
-    tf = transforms.Compose(
+    val = Path(root) / VAL_SPLIT_DIR
+    if val.is_dir() and any(p.is_dir() for p in val.iterdir()):
+        return val
+    return None
+
+
+class ClassFolder(datasets.ImageFolder):  # type: ignore[misc]  # torchvision has no type hints
+    """ImageFolder over a fixed, ordered list of class folders (the same label ids in every split)."""
+
+    def __init__(self, root: Path, transform: Any, classes: list[str], allow_empty: bool = False) -> None:
+        self.fixed_classes = list(classes)
+        super().__init__(str(root), transform=transform, allow_empty=allow_empty)
+
+    def find_classes(self, directory: str | Path) -> tuple[list[str], dict[str, int]]:
+        """The fixed classes, indexed in their given order."""
+        return list(self.fixed_classes), {c: i for i, c in enumerate(self.fixed_classes)}
+
+
+def train_transform(image_size: int) -> transforms.Compose:
+    """The standard training augmentation: RandomResizedCrop, horizontal flip, normalize."""
+    return transforms.Compose(
         [
             transforms.RandomResizedCrop(image_size),
             transforms.RandomHorizontalFlip(),
@@ -55,8 +75,28 @@ def imagefolder(root: str | Path, image_size: int) -> datasets.ImageFolder:
             transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
         ]
     )
+
+
+def imagefolder(root: str | Path, image_size: int) -> datasets.ImageFolder:
+    """ImageFolder with the standard training augmentation (RandomResizedCrop, flip, normalize).
+
+    The classes are the sub-directories of ``root`` in sorted order, except a ``val/``
+    evaluation split (see :func:`val_split_dir`), which is never trained on.
+
+    Raises:
+        DataError: the directory is missing or holds no class folders with images.
+    """
+    path = Path(root)
+    if not path.is_dir():
+        raise DataError(f"data_dir {str(path)!r} is not a directory; point data_dir at an ImageFolder tree")
+    split = val_split_dir(path)
+    classes = sorted(d.name for d in path.iterdir() if d.is_dir() and not (split is not None and d == split))
+    if not classes:
+        raise DataError(
+            f"data_dir {str(path)!r} is not a usable ImageFolder tree: it holds no class folders (one per class)"
+        )
     try:
-        return datasets.ImageFolder(str(path), transform=tf)
+        return ClassFolder(path, train_transform(image_size), classes)
     except (FileNotFoundError, RuntimeError) as exc:
         raise DataError(f"data_dir {str(path)!r} is not a usable ImageFolder tree: {exc}") from exc
 

@@ -25,6 +25,10 @@ class ResNet50CPUParams(BaseModel):
         lr: SGD learning rate (torch's former default, 1e-3, as the study used).
         momentum: SGD momentum (0 as in the study).
         seed: random seed for weights and data.
+        eval_samples: samples of the evaluation pass run once after the measurement
+            windows, outside every timed window (top-1 accuracy on the eval split of the
+            data; see ``workloads/resnet50_cpu/evaluation.py``). 0, the default, runs none
+            and leaves the key out of the resolved config, so configs without it are unchanged.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -42,6 +46,7 @@ class ResNet50CPUParams(BaseModel):
     lr: float = Field(1e-3, gt=0)
     momentum: float = Field(0.0, ge=0, lt=1)
     seed: int = 0
+    eval_samples: int = Field(0, ge=0, le=1_000_000, exclude_if=lambda v: v == 0)
 
     @model_validator(mode="after")
     def _data_dir_needed(self) -> ResNet50CPUParams:

@@ -11,6 +11,7 @@ import torchvision
 
 from workloads.checks import check_loss
 from workloads.resnet50_cpu.data import SyntheticImages, cycle, imagefolder, make_loader
+from workloads.resnet50_cpu.evaluation import EvalSet, eval_split, evaluate
 from workloads.resnet50_cpu.params import ResNet50CPUParams
 
 
@@ -21,8 +22,11 @@ class ResNet50CPU:
     forward (under bf16 autocast when asked), loss, backward and optimizer step
     on a batch of ``batch_size`` images of 3 x image_size x image_size.
 
+    With ``eval_samples`` > 0, :meth:`evaluate` measures top-1 accuracy on the eval
+    split of the data (the rank calls it after the measurement windows).
+
     Raises (from ``__init__``):
-        DataError: the data source cannot feed a batch.
+        DataError: the data source cannot feed a batch, or the eval split cannot be formed.
     """
 
     sync_each_step = True  # CPU work is synchronous: synchronize() costs nothing
@@ -48,6 +52,10 @@ class ResNet50CPU:
             dataset = imagefolder(params.data_dir, params.image_size)
             shuffle = True
         self.dataset = dataset
+        self.eval_set: EvalSet | None = None
+        if params.eval_samples > 0:  # formed before training, so held-out images are never trained on
+            self.eval_set, dataset = eval_split(params, dataset)
+        self.train_samples = len(dataset)
         self.loader = make_loader(dataset, params.batch_size, params.num_workers, shuffle, params.seed)
 
     def describe(self) -> dict[str, Any]:
@@ -56,12 +64,20 @@ class ResNet50CPU:
             "model": "torchvision.models.resnet50",
             "parameters": sum(p.numel() for p in self.model.parameters()),
             "dataset_samples": len(self.dataset),
+            "train_samples": self.train_samples,
             "optimizer": "SGD",
             "loss": "CrossEntropyLoss",
         }
         if self.params.data == "imagefolder":
             info["classes"] = len(self.dataset.classes)
         return info
+
+    def evaluate(self) -> dict[str, Any] | None:
+        """The evaluation pass (see :func:`workloads.resnet50_cpu.evaluation.evaluate`); None when
+        ``eval_samples`` is 0. Call it after the measurement, outside every timed window."""
+        if self.eval_set is None:
+            return None
+        return evaluate(self.model, self.eval_set, self.params)
 
     def batches(self) -> Iterator[Any]:
         """Batches forever (the DataLoader is cycled epoch after epoch)."""

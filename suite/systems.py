@@ -15,10 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from suite.export.system_fields import MLPerfSystemFields
 from suite.results import Result
 
 SYSTEM_SCHEMA_VERSION = 1
-SYSTEM_SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / f"system-v{SYSTEM_SCHEMA_VERSION}.schema.json"
+SYSTEM_SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / f"system-v{SYSTEM_SCHEMA_VERSION}.schema.json"
 MEMORY_TOLERANCE = 0.05
 """Relative difference allowed between described and recorded memory (firmware reserves some)."""
 PRICE_CURRENCY = "USD"
@@ -108,6 +109,9 @@ class SystemDescription(BaseModel):
     instance: Instance
     price: Price
     software: Software
+    mlperf: MLPerfSystemFields | None = Field(
+        None, description="MLPerf Training system-description fields (issue 17), for `trainbench export mlperf`"
+    )
 
     def band_names(self) -> list[str]:
         """Names a reference band may use for this system, most specific first."""

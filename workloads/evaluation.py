@@ -1,0 +1,44 @@
+"""The optional evaluation pass a rank runs after its measurement windows.
+
+A workload may have ``evaluate() -> dict | None`` (not part of
+:class:`harness.workload.Workload`: most workloads have none). The rank calls it once,
+after the last measurement window has closed, so it is outside every timed window and
+no throughput figure includes it. Its record lands in the result under
+``workload_info["evaluation"]``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+EVALUATION_KEY = "evaluation"
+"""Key of the evaluation record in a measurement's (and so a result's) ``workload_info``."""
+
+
+def run_evaluation(workload: Any, origin: float) -> dict[str, Any] | None:
+    """Run ``workload.evaluate()`` if it has one and return its record, timed.
+
+    Args:
+        workload: the built workload, its measurement finished.
+        origin: ``time.perf_counter()`` at the run's origin (the harness's), so
+            ``start_s`` is on the same clock as the step and window records.
+
+    Returns:
+        None when the workload has no ``evaluate`` or it returns None (evaluation not
+        asked for); else its dict plus ``start_s`` (seconds from the origin) and
+        ``seconds`` (wall-clock length of the pass). An evaluation that raises gives
+        ``{"error": ...}`` with the same timing keys: the measurement already taken
+        stays valid, and no accuracy is made up.
+    """
+    evaluate = getattr(workload, "evaluate", None)
+    if not callable(evaluate):
+        return None
+    start = time.perf_counter()
+    try:
+        record = evaluate()
+    except Exception as exc:
+        record = {"error": f"{type(exc).__name__}: {exc}"}
+    if record is None:
+        return None
+    return {**dict(record), "start_s": start - origin, "seconds": time.perf_counter() - start}
