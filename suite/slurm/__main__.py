@@ -1,0 +1,5 @@
+"""``python -m suite.slurm``: see :mod:`suite.slurm.cli`."""
+
+from suite.slurm.cli import slurm
+
+slurm()
