@@ -259,5 +259,8 @@ def down(name: str = DEFAULT_CLUSTER, log: Log = print) -> list[str]:
         if directory.exists():
             shutil.rmtree(directory)
             removed.append(f"state {directory}")
+        for parent in directory.parents[: 2 if directory == state_dir(name) else 1]:  # .../trainbench/slurm
+            with contextlib.suppress(OSError):
+                parent.rmdir()  # only when empty (another cluster may still be up)
     log(f"Slurm cluster {name}: " + ("removed " + ", ".join(removed) if removed else "nothing to remove"))
     return removed

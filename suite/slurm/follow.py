@@ -125,3 +125,32 @@ def cancel(
             return info
         sleep(poll_s)
     return info
+
+
+def describe_end(info: JobInfo, log: Path | None) -> str | None:
+    """Why a job that ended did not complete, in words with what to do (None for COMPLETED).
+
+    Args:
+        info: the job's terminal state.
+        log: the job's log in the run directory (``slurm-<id>.out``), or None.
+    """
+    if info.state == "COMPLETED":
+        return None
+    where = f"job {info.job_id} on {info.nodelist or 'no node'}"
+    see = f"; see {log}" if log is not None and log.exists() else ""
+    if info.state == "FAILED" and (log is None or not log.exists()):
+        return (
+            f"{where} failed before writing its log ({info.reason or 'no reason given'}, exit {info.exit_code}): "
+            "the nodes do not see the run directory; the output directory must be on a filesystem shared by this "
+            "host and every node (with the demo cluster: under one of its shared directories, by default ./results)"
+        )
+    why = {
+        "NODE_FAIL": f"a node of the job failed ({info.reason or 'NodeDown'}); the steps measured before are kept",
+        "TIMEOUT": "it reached its time limit (--time); ask for more time or fewer steps",
+        "OUT_OF_MEMORY": "a rank ran out of memory; lower batch_size or ask for more memory",
+        "CANCELLED": f"it was cancelled ({info.reason or 'scancel'})",
+        "PREEMPTED": "it was preempted by a job of higher priority",
+        "BOOT_FAIL": "its nodes failed to boot",
+        "DEADLINE": "it reached its deadline",
+    }.get(info.state, f"it ended {info.state} (exit {info.exit_code}, {info.reason or 'no reason given'})")
+    return f"{where}: {why}{see}"

@@ -160,7 +160,8 @@ def _steps(options: SlurmOptions, rank: RankCommand, run_dir: Path) -> list[str]
     slots = [*srun, "--overlap", Shell('--ntasks="$SLURM_NTASKS"'), f"--ntasks-per-node={k}", "--label"]
     return [
         f'HOSTS=$(printf "%s:{k}\\n" $NODES | paste -sd, -)',
-        _line([*server, Shell('--port="$PORT"'), Shell('--hosts="$HOSTS"')]) + " &",
+        "# Horovod's rendezvous server; its log (and srun's notes when it is stopped) go to hvd-rendezvous.log",
+        _line([*server, Shell('--port="$PORT"'), Shell('--hosts="$HOSTS"')]) + " >hvd-rendezvous.log 2>&1 &",
         "SERVER=$!",
         _line([*slots, *hvd, "slot", Shell('--rendezvous="$HEAD:$PORT"'), Shell('--hosts="$HOSTS"'), "--", *rank_cmd]),
         "code=$?",
