@@ -85,9 +85,12 @@ clean:
 # Issue 16: a real Slurm cluster in containers (a controller and SLURM_NODES compute nodes running the
 # workload image, munge auth), submitted to from this host (needs: apt-get install slurm-client munge).
 # SLURM_SHARED is mounted at the same path on every node: the runs' output directory must be under it.
-.PHONY: slurm-up slurm-down slurm-status
+.PHONY: slurm-image slurm-up slurm-down slurm-status
 SLURM_NODES ?= 2
 SLURM_SHARED ?= $(CURDIR)/results
+slurm-image: $(STAMP)
+	$(BIN)/python -m suite.slurm image
+
 slurm-up: $(STAMP)
 	$(BIN)/python -m suite.slurm up --nodes $(SLURM_NODES) $(foreach d,$(SLURM_SHARED),--shared $(d))
 

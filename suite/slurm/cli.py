@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from suite.containers.engine import ContainerError
+from suite.containers.engine import ContainerError, connect
+from suite.containers.slurm_cluster import WORKLOAD_IMAGE, build_node_image
 from suite.slurm import cluster as demo
 from suite.slurm.conf import DEFAULT_CLUSTER
 from suite.slurm.errors import SlurmError
@@ -35,7 +36,7 @@ def slurm() -> None:
 @click.option("--cpus-per-node", type=click.IntRange(1, 4096), help="CPUs per node (default: the host's split evenly)")
 @click.option(
     "--workload-image",
-    default="trainbench-gpu:latest",
+    default=WORKLOAD_IMAGE,
     show_default=True,
     help="the image the nodes extend (torch, Horovod, numactl)",
 )
@@ -45,6 +46,19 @@ def up(name: str, nodes: int, shared: tuple[Path, ...], cpus_per_node: int | Non
         demo.up(name, nodes, list(shared) or None, cpus_per_node, log=click.echo, workload_image=workload_image)
     except (SlurmError, ContainerError) as exc:
         _fail(exc)
+
+
+@slurm.command()
+@click.option("--workload-image", default=WORKLOAD_IMAGE, show_default=True, help="the image the nodes extend")
+@click.option("--force", is_flag=True, help="build even when an image with the same inputs exists")
+def image(workload_image: str, force: bool) -> None:
+    """Build (or reuse) the nodes' image only, and print how long it took (CI's separate stage)."""
+    try:
+        built = build_node_image(connect(), lambda t: click.echo(t, nl=False), workload_image, force)
+    except ContainerError as exc:
+        _fail(exc)
+    how = "reused" if built.reused else f"built in {built.seconds:.0f} s"
+    click.echo(f"{built.tags[0]} {built.image_id[:19]}: {how} ({built.size_bytes / 2**30:.2f} GiB)")
 
 
 @slurm.command()
