@@ -35,7 +35,15 @@ import psutil
 from suite.containers import slurm_cluster as docker_side
 from suite.containers.engine import ContainerError, connect
 from suite.slurm.client import SlurmClient
-from suite.slurm.conf import DEFAULT_CLUSTER, ClusterLayout, host_conf, munge_dir, slurm_conf, state_dir
+from suite.slurm.conf import (
+    DEFAULT_CLUSTER,
+    ClusterLayout,
+    host_conf,
+    munge_dir,
+    slurm_conf,
+    state_dir,
+    state_root,
+)
 from suite.slurm.errors import ClusterError, SlurmError
 
 NODE_PYTHON = "/opt/trainbench/bin/python"
@@ -87,6 +95,30 @@ def load(name: str = DEFAULT_CLUSTER) -> Cluster | None:
         return Cluster(**json.loads(path.read_text()[:1_000_000]))
     except (OSError, ValueError, TypeError):
         return None
+
+
+def for_conf(conf: Path | None) -> Cluster | None:
+    """The demo cluster whose host slurm.conf is ``conf`` (e.g. :func:`suite.slurm.client.config_path`), or None.
+
+    A run submitted to a demo cluster takes the nodes' interpreter (:attr:`Cluster.python`) and
+    checks its output directory against :attr:`Cluster.shared` from it.
+    """
+    if conf is None or conf.name != "slurm.conf" or conf.parent.parent != state_root():
+        return None
+    found = load(conf.parent.name)
+    return found if found is not None and Path(found.conf) == conf else None
+
+
+def unshared(cluster: Cluster, path: Path) -> str | None:
+    """None when ``path`` is under one of the cluster's shared directories, else what to do about it."""
+    resolved = path.resolve()
+    if any(resolved == Path(d) or Path(d) in resolved.parents for d in cluster.shared):
+        return None
+    return (
+        f"{path} is not on the cluster's shared filesystem, so its nodes cannot read the job or write the ranks' "
+        f"records: use an output directory under {' or '.join(cluster.shared)}, or restart the cluster with "
+        "`make slurm-down slurm-up SLURM_SHARED=DIR`"
+    )
 
 
 def _host_tools() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from suite.slurm.client import JobInfo
-from suite.slurm.cluster import Cluster
+from suite.slurm.cluster import Cluster, for_conf, unshared
 from suite.slurm.conf import MESSAGE_TIMEOUT_S, SLURMD_TIMEOUT_S
 from suite.slurm.errors import QueueTimeoutError, SlurmError
 from suite.slurm.follow import cancel, describe_end, follow, submit
@@ -127,6 +127,16 @@ def test_sbatch_refusing_a_job_is_a_clear_error(slurm_cluster: Cluster, run_dir:
     with pytest.raises(SlurmError, match=r"sbatch --parsable .* failed \(exit 1.*[Pp]artition") as caught:
         submit(slurm_cluster.client(), script, run_dir)
     assert caught.value.exit_code == 2
+
+
+def test_the_demo_cluster_is_found_from_its_config_and_knows_its_shared_directories(
+    slurm_cluster: Cluster, run_dir: Path, tmp_path: Path
+) -> None:
+    found = for_conf(slurm_cluster.client().conf)
+    assert found is not None and found.name == slurm_cluster.name and found.python == "/opt/trainbench/bin/python"
+    assert for_conf(tmp_path / "slurm.conf") is None and for_conf(None) is None
+    assert unshared(found, run_dir) is None
+    assert "not on the cluster's shared filesystem" in (unshared(found, tmp_path) or "")
 
 
 def test_a_run_directory_the_nodes_cannot_see_fails_with_a_shared_filesystem_message(
