@@ -81,3 +81,21 @@ schema: $(STAMP)
 
 clean:
 	rm -rf results mlartifacts mlflow.db .pytest_cache .mypy_cache .ruff_cache
+
+# Issue 16: a real Slurm cluster in containers (a controller and SLURM_NODES compute nodes running the
+# workload image, munge auth), submitted to from this host (needs: apt-get install slurm-client munge).
+# SLURM_SHARED is mounted at the same path on every node: the runs' output directory must be under it.
+.PHONY: slurm-image slurm-up slurm-down slurm-status
+SLURM_NODES ?= 2
+SLURM_SHARED ?= $(CURDIR)/results
+slurm-image: $(STAMP)
+	$(BIN)/trainbench slurm image
+
+slurm-up: $(STAMP)
+	$(BIN)/trainbench slurm up --nodes $(SLURM_NODES) $(foreach d,$(SLURM_SHARED),--shared $(d))
+
+slurm-down: $(STAMP)
+	$(BIN)/trainbench slurm down
+
+slurm-status: $(STAMP)
+	$(BIN)/trainbench slurm status

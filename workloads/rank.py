@@ -48,6 +48,7 @@ from harness.system import capture_system, parse_cpulist
 from harness.windows import WindowError, plan_from_mapping
 from workloads import registry
 from workloads.evaluation import EVALUATION_KEY, run_evaluation
+from workloads.lifeline import Lifeline
 from workloads.measurement import RankMeasurement
 
 
@@ -184,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         memory_limit = job.get("memory_limit_bytes")
         if memory_limit is not None:
             _limit_memory(int(memory_limit))
+        lifeline = Lifeline.from_job(job)  # stops this rank when its supervisor is gone
     except (OSError, ValueError, KeyError, TypeError, RuntimeError, ValidationError, WindowError) as exc:
         out.error = f"bad job file {args.job}: {exc}"
         out.write(args.out)
@@ -192,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    if lifeline is not None:
+        lifeline.start()
     measurement = Measurement()
     sampler: UtilizationSampler | None = None
     progress: IO[str] | None = None
@@ -217,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         if evaluation is not None:
             out.workload_info[EVALUATION_KEY] = evaluation
     except (KeyboardInterrupt, Interrupted) as exc:
-        out.error = f"interrupted ({exc or 'SIGINT'}) after {len(measurement.steps)} steps"
+        why = f"{exc or 'SIGINT'}: {lifeline.lost_reason()}" if lifeline and lifeline.lost_reason() else exc
+        out.error = f"interrupted ({why or 'SIGINT'}) after {len(measurement.steps)} steps"
         traceback.print_exc()
         code = 130
     except Exception as exc:

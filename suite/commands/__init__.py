@@ -37,6 +37,7 @@ AREAS = (
     "images",  # images build, base, lock, prune, list
     "compare",  # compare A B
     "export",  # export mlperf
+    "slurm",  # slurm up, down, status, image (the demo cluster)
 )
 """The command modules of ``suite.commands``, each with its ``COMMANDS``; one line per area."""
 

@@ -1,0 +1,169 @@
+"""Ranks outlive no supervisor: a real rank stops within 10 s of its supervisor's SIGKILL and keeps its steps.
+
+The supervisor here is a small real process that does what ``trainbench run`` does:
+it starts a :class:`workloads.lifeline.Heartbeat` in the run directory, names it in
+the job file, and starts ``python -m workloads.rank``, either as its own child (the
+parent-death fast path) or through an intermediate launcher process (as torchrun or
+horovodrun start ranks), where only the heartbeat can tell the rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from suite.specs import resolve
+from tests.conftest import REPO
+from workloads.lifeline import EXIT_CODE, Heartbeat, Lifeline
+
+LONG_TINY = [
+    "batch_size=2",
+    "image_size=64",
+    "precision=fp32",
+    "channels_last=false",
+    "warmup_steps=1",
+    "warmup_seconds=0",
+    "measure_steps=100000",
+    "measure_seconds=0",
+    "repeats=1",
+    "sampler_interval_s=0.1",
+]
+"""A real fp32 ResNet-50 rank (batch 2, 64x64) that would train for hours unless stopped."""
+
+SUPERVISOR = """
+import json, subprocess, sys, time
+from pathlib import Path
+from workloads.lifeline import Heartbeat
+run_dir, via_launcher = Path(sys.argv[1]), sys.argv[2] == "1"
+hb = Heartbeat(run_dir / "heartbeat").start()
+job = json.loads((run_dir / "job.json").read_text())
+job["lifeline"] = hb.job_entry()
+(run_dir / "job.json").write_text(json.dumps(job))
+rank = [sys.executable, "-m", "workloads.rank", "--job", str(run_dir / "job.json"),
+        "--out", str(run_dir / "measurement.json"), "--progress", str(run_dir / "progress.jsonl")]
+launcher = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"]
+log = (run_dir / "rank.log").open("w")
+proc = subprocess.Popen((launcher if via_launcher else []) + rank, stdout=log, stderr=subprocess.STDOUT)
+(run_dir / "child.pid").write_text(str(proc.pid))
+sys.exit(proc.wait())
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _rank_pid(run_dir: Path, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with_pid = run_dir / "child.pid"
+        if with_pid.exists():
+            child = psutil.Process(int(with_pid.read_text()))
+            for p in [child, *child.children(recursive=True)]:
+                if "workloads.rank" in " ".join(p.cmdline()):
+                    return p.pid
+        time.sleep(0.1)
+    raise AssertionError(f"no rank started; log:\n{(run_dir / 'rank.log').read_text()}")
+
+
+def _wait_for_steps(run_dir: Path, n: int, timeout: float = 180) -> None:
+    progress = run_dir / "progress.jsonl"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if progress.exists() and progress.read_text().count('"measurement"') >= n:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the rank measured fewer than {n} steps; log:\n{(run_dir / 'rank.log').read_text()}")
+
+
+@pytest.mark.parametrize("via_launcher", [False, True], ids=["parent-death", "heartbeat"])
+def test_rank_stops_within_10s_of_its_supervisors_death_and_keeps_its_steps(tmp_path: Path, via_launcher: bool) -> None:
+    (tmp_path / "job.json").write_text(json.dumps(resolve("resnet50-cpu", overrides=LONG_TINY).job()))
+    args = [sys.executable, "-c", SUPERVISOR, str(tmp_path), "1" if via_launcher else "0"]
+    supervisor = subprocess.Popen(args, cwd=REPO)
+    launcher_pid = None
+    try:
+        rank = _rank_pid(tmp_path)
+        launcher_pid = int((tmp_path / "child.pid").read_text()) if via_launcher else None
+        _wait_for_steps(tmp_path, 2)
+        supervisor.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        supervisor.wait()
+        while not _gone(rank) and time.monotonic() - killed < 30:
+            time.sleep(0.05)
+        took = time.monotonic() - killed
+        assert _gone(rank), "the rank was still training 30 s after its supervisor died"
+        path = "heartbeat" if via_launcher else "pdeathsig"
+        print(f"rank exited {took:.1f} s after its supervisor's SIGKILL ({path})")
+        assert took < 10, f"the rank took {took:.1f} s to stop (limit 10 s)"
+    finally:
+        for pid in (launcher_pid,):
+            if pid is not None and not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
+    measurement = json.loads((tmp_path / "measurement.json").read_text())
+    assert measurement["complete"] is False
+    assert measurement["error"].startswith("interrupted (SIGTERM")
+    assert ("lost its supervisor" if via_launcher else "died") in measurement["error"]
+    measured = [s for s in measurement["steps"] if s["phase"] == "measurement"]
+    assert len(measured) >= 2, "the steps measured before the supervisor died are kept"
+
+
+def test_a_rank_that_ignores_sigterm_is_ended_after_the_grace_period(tmp_path: Path) -> None:
+    """The hard-exit path: a process stuck where SIGTERM does not stop it (here: ignored) still ends."""
+    beat = tmp_path / "heartbeat"
+    script = (
+        "import signal, sys, time\nfrom pathlib import Path\nfrom workloads.lifeline import Lifeline\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"Lifeline(Path({str(beat)!r}), timeout_s=1.0, grace_s=1.0).start()\n"
+        "time.sleep(60)\nsys.exit(0)\n"
+    )
+    with Heartbeat(beat, interval_s=0.2):
+        proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.0)
+        assert proc.poll() is None, "a living heartbeat must keep the rank running"
+    stopped = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == EXIT_CODE
+    assert "lost its supervisor" in err and "exiting" in err
+    assert time.monotonic() - stopped < 1.0 + 0.25 + 1.0 + 2.0
+
+
+def test_heartbeat_bytes_change_every_beat_and_stop_removes_the_file(tmp_path: Path) -> None:
+    hb = Heartbeat(tmp_path / "heartbeat", interval_s=0.05)
+    hb.beat()
+    first = hb.path.read_bytes()
+    hb.beat()
+    assert hb.path.read_bytes() != first
+    hb.start()
+    hb.stop()
+    assert not hb.path.exists()
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"timeout_s": 2}, "non-empty 'path'"),
+        ({"path": "hb", "timeout_s": "soon"}, "number of seconds"),
+        ({"path": "hb", "timeout_s": 0.01}, "outside"),
+        ({"path": "hb", "grace_s": float("nan")}, "number of seconds"),
+        ({"path": "hb", "supervisor_pid": True}, "process id"),
+    ],
+)
+def test_a_malformed_lifeline_entry_is_refused(entry: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Lifeline.from_job({"lifeline": entry})
+
+
+def test_a_job_without_a_lifeline_entry_gets_none() -> None:
+    assert Lifeline.from_job({"workload": "resnet50-cpu"}) is None

@@ -1,0 +1,278 @@
+"""A rank's lifeline to its supervisor: ranks stop within seconds when ``trainbench run`` is gone.
+
+A supervisor killed with SIGKILL (the OOM killer, a CI timeout) runs no clean-up, and
+a rank started by a launcher (torchrun, horovodrun), inside a container or on a Slurm
+node is not its child, so no signal reaches it: measured here, such a rank trained on,
+orphaned, for over 15 minutes. One mechanism covers every launch, because the run
+directory is shared with every rank (a bind mount for docker, the shared filesystem
+on a cluster):
+
+- the supervisor's :class:`Heartbeat` rewrites a small file in the run directory
+  every ``interval_s`` (1 s), with a counter, so its bytes change at every beat;
+- each rank's :class:`Lifeline` reads that file every ``poll_s`` and judges
+  staleness by its OWN monotonic clock: if the bytes have not changed for
+  ``timeout_s``, the supervisor is lost. No timestamps of two hosts are ever
+  compared and file times are not used, so clock skew between hosts and NFS
+  attribute caching do not matter (NFS close-to-open consistency makes each fresh
+  ``open`` see the last closed write; the file is rewritten in place, never renamed,
+  so a reader never holds a stale handle);
+- on loss the rank's main thread gets SIGTERM, which ``workloads.rank`` turns into an
+  interrupt that writes the partial measurement (``measurement.json``; the
+  per-step ``progress.jsonl`` already holds every finished step). A rank that has
+  not exited ``grace_s`` later (e.g. blocked in a collective waiting for a dead peer)
+  is ended with ``os._exit``; its progress log still holds the measured steps;
+- fast path: where the rank's parent process IS the supervisor (a local inline
+  launch), ``PR_SET_PDEATHSIG`` makes the kernel send SIGTERM the moment it dies.
+
+Worst case from the supervisor's death to the rank's exit: ``timeout_s + poll_s +
+grace_s`` (4 + 0.25 + 3 s by default), inside the 10 s the suite promises. Measured
+here (2 vCPUs, loaded): 1.3 s by the parent-death signal, 5.5 s by the heartbeat, 7-9 s
+from a container (its interpreter's teardown takes 2 s after the measurement is written;
+the grace period now cuts that short).
+
+The job file names the heartbeat (``Heartbeat.job_entry``); a job without a
+``lifeline`` entry runs without one (e.g. ``python -m workloads.rank`` by hand).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+HEARTBEAT_NAME = "heartbeat"
+"""The heartbeat file's name in the run directory."""
+INTERVAL_S = 1.0
+"""Seconds between two beats of the supervisor."""
+TIMEOUT_S = 4.0
+"""Seconds without a changed heartbeat after which a rank considers its supervisor lost."""
+GRACE_S = 3.0
+"""Seconds a rank gets after SIGTERM to write its partial measurement before it is ended."""
+POLL_S = 0.25
+"""Seconds between two reads of the heartbeat by a rank."""
+EXIT_CODE = 130
+"""Exit status of a rank ended by its lifeline (as for an interrupt)."""
+_MAX_READ = 256
+_PR_SET_PDEATHSIG = 1
+
+
+class Heartbeat:
+    """The supervisor's side: rewrite ``path`` every ``interval_s`` seconds from a daemon thread.
+
+    Use as ``with Heartbeat(run_dir / HEARTBEAT_NAME) as hb: job["lifeline"] = hb.job_entry(); ...``
+    or with :meth:`start` / :meth:`stop`. Start it before the ranks start, stop it after they
+    have exited: stopping it (or the supervisor's death) makes every rank still running stop.
+
+    Attributes:
+        path: the heartbeat file (in the run directory, which every rank sees at the same path).
+        interval_s: seconds between beats.
+        last_error: the last write error (e.g. a full disk), or None; the beat keeps retrying.
+    """
+
+    def __init__(self, path: Path, interval_s: float = INTERVAL_S) -> None:
+        if not (0 < interval_s <= 60):
+            raise ValueError(f"heartbeat interval {interval_s} s: expected 0 < interval <= 60")
+        self.path = path
+        self.interval_s = interval_s
+        self.last_error: OSError | None = None
+        self._count = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def beat(self) -> None:
+        """Write one beat: ``<counter> <pid> <host> <unix time>`` (the time is for people, never compared)."""
+        self._count += 1
+        text = f"{self._count} {os.getpid()} {socket.gethostname()} {time.time():.3f}\n".encode()
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, text)
+            finally:
+                os.close(fd)
+            self.last_error = None
+        except OSError as exc:
+            self.last_error = exc
+
+    def start(self) -> Heartbeat:
+        """Write the first beat now (so a rank never starts before it), then beat in the background.
+
+        Raises:
+            OSError: the first beat cannot be written (the run directory is not writable).
+        """
+        self.beat()
+        if self.last_error is not None:
+            raise self.last_error
+        self._thread = threading.Thread(target=self._run, name="trainbench-heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.beat()
+
+    def stop(self, remove: bool = True) -> None:
+        """Stop beating (ranks still running then stop within the lifeline's timeout); remove the file."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if remove:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+
+    def job_entry(self, timeout_s: float = TIMEOUT_S, grace_s: float = GRACE_S) -> dict[str, Any]:
+        """The job file's ``lifeline`` entry that points the ranks at this heartbeat."""
+        return {
+            "path": str(self.path),
+            "timeout_s": timeout_s,
+            "grace_s": grace_s,
+            "supervisor_pid": os.getpid(),
+            "supervisor_host": socket.gethostname(),
+        }
+
+    def __enter__(self) -> Heartbeat:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _number(entry: Mapping[str, Any], key: str, default: float, low: float, high: float) -> float:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"lifeline.{key} must be a number of seconds, got {value!r}")
+    if not low <= float(value) <= high:
+        raise ValueError(f"lifeline.{key} = {value} s is outside [{low}, {high}]")
+    return float(value)
+
+
+class Lifeline:
+    """The rank's side: watch the supervisor's heartbeat; stop the rank when it goes stale.
+
+    Args:
+        path: the heartbeat file.
+        timeout_s: seconds of unchanged content (by this process's monotonic clock) that mean "lost".
+        grace_s: seconds between SIGTERM to the main thread and ``os._exit(EXIT_CODE)``.
+        supervisor_pid: the supervisor's pid, for the parent-death fast path (None: no fast path).
+        supervisor_host: the supervisor's host name (the pid is only meaningful there).
+        poll_s: seconds between two reads.
+        clock: the monotonic clock (seconds).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        timeout_s: float = TIMEOUT_S,
+        grace_s: float = GRACE_S,
+        supervisor_pid: int | None = None,
+        supervisor_host: str | None = None,
+        poll_s: float = POLL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = path
+        self.timeout_s = timeout_s
+        self.grace_s = grace_s
+        self.supervisor_pid = supervisor_pid
+        self.supervisor_host = supervisor_host
+        self.poll_s = poll_s
+        self._clock = clock
+        self._lost: str | None = None
+        self._parent_watched = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def from_job(cls, job: Mapping[str, Any]) -> Lifeline | None:
+        """The lifeline a job file asks for (its ``lifeline`` entry), or None when it has none.
+
+        Raises:
+            ValueError: the entry is malformed (a bad job file).
+        """
+        entry = job.get("lifeline")
+        if entry is None:
+            return None
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("path"), str) or not entry["path"]:
+            raise ValueError("lifeline must be a mapping with a non-empty 'path' (the supervisor's heartbeat file)")
+        pid = entry.get("supervisor_pid")
+        if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1):
+            raise ValueError(f"lifeline.supervisor_pid must be a process id > 1, got {pid!r}")
+        host = entry.get("supervisor_host")
+        return cls(
+            Path(entry["path"]),
+            timeout_s=_number(entry, "timeout_s", TIMEOUT_S, 1.0, 600.0),
+            grace_s=_number(entry, "grace_s", GRACE_S, 0.0, 600.0),
+            supervisor_pid=pid,
+            supervisor_host=host if isinstance(host, str) else None,
+        )
+
+    def _read(self) -> bytes | None:
+        try:
+            with self.path.open("rb") as f:
+                return f.read(_MAX_READ)
+        except OSError:
+            return None
+
+    def lost_reason(self) -> str | None:
+        """Why the supervisor counts as lost, or None while it is alive."""
+        if self._lost is None and self._parent_watched and os.getppid() != self.supervisor_pid:
+            return f"its supervisor (pid {self.supervisor_pid}, its parent) died"
+        return self._lost
+
+    def _watch_parent(self) -> None:
+        """PR_SET_PDEATHSIG(SIGTERM) when this process's parent is the supervisor (Linux)."""
+        if self.supervisor_pid is None or self.supervisor_host != socket.gethostname():
+            return
+        if not sys.platform.startswith("linux") or os.getppid() != self.supervisor_pid:
+            return
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) == 0:
+                self._parent_watched = True
+                if os.getppid() != self.supervisor_pid:  # it died before prctl took effect
+                    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
+
+    def start(self) -> Lifeline:
+        """Arm the parent-death fast path and start watching in a daemon thread (call from the main thread)."""
+        self._watch_parent()
+        self._thread = threading.Thread(target=self._run, name="trainbench-lifeline", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop watching (the rank no longer needs its supervisor)."""
+        self._stop.set()
+
+    def _run(self) -> None:
+        last = self._read()
+        changed_at = self._clock()
+        while not self._stop.wait(self.poll_s):
+            current = self._read()
+            now = self._clock()
+            if current != last:
+                last, changed_at = current, now
+            elif now - changed_at > self.timeout_s:
+                state = "missing" if current is None else "unchanged"
+                self._lose(f"lost its supervisor: heartbeat {self.path} {state} for {now - changed_at:.1f} s")
+                return
+
+    def _lose(self, reason: str) -> None:
+        self._lost = reason
+        print(f"trainbench rank: {reason}; stopping as on SIGTERM", file=sys.stderr, flush=True)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
+        if self._stop.wait(self.grace_s):
+            return
+        print(
+            f"trainbench rank: still running {self.grace_s:.0f} s after SIGTERM; exiting "
+            "(the progress log keeps the measured steps)",
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(EXIT_CODE)
