@@ -116,6 +116,10 @@ def ancestors(pid: int) -> list[int]:
     return out
 
 
+ROOT_PID_ENV = "TRAINBENCH_ROOT_PID"
+"""The variable through which a supervisor names the root of its run's process tree."""
+
+
 def resolve_root(env: Mapping[str, str], self_pid: int) -> int:
     """The run tree's root: ``TRAINBENCH_ROOT_PID`` when it is this process or one of its ancestors.
 
@@ -123,7 +127,7 @@ def resolve_root(env: Mapping[str, str], self_pid: int) -> int:
     A pid from another pid namespace (a container), a stale value or init (pid 1, which
     would make the whole machine "the run") is not accepted, so the tree starts at ``self_pid``.
     """
-    raw = env.get("TRAINBENCH_ROOT_PID", "")
+    raw = env.get(ROOT_PID_ENV, "")
     if raw.isdigit() and (int(raw) == self_pid or int(raw) in ancestors(self_pid)):
         return int(raw)
     return self_pid

@@ -41,6 +41,10 @@ class RankMeasurement(BaseModel):
         steps: raw step records.
         windows: raw window records.
         utilization: the sampler's readings.
+        run_uid: the run's identity, as the harness holds it (the supervisor passes one to every rank).
+        origin_unix_s: wall-clock seconds since the epoch at this rank's run origin, the instant its
+            records' ``start_s`` are relative to (None before the loop starts).
+        plan: the plan the harness actually applied (``harness.loop.Measurement.plan``).
         ranks: every rank's measurement, gathered on global rank 0 of a distributed job.
     """
 
@@ -55,6 +59,9 @@ class RankMeasurement(BaseModel):
     steps: list[StepRecord] = Field(default_factory=list)
     windows: list[WindowRecord] = Field(default_factory=list)
     utilization: list[UtilizationSample] = Field(default_factory=list)
+    run_uid: str | None = None
+    origin_unix_s: float | None = None
+    plan: dict[str, Any] | None = None
     ranks: list[RankMeasurement] | None = None
 
     @property

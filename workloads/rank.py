@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     if lifeline is not None:
         lifeline.start()
-    measurement = Measurement()
+    measurement = Measurement(run_uid=job["run_uid"]) if job.get("run_uid") else Measurement()
     sampler: UtilizationSampler | None = None
     progress: IO[str] | None = None
     code = 0
@@ -237,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         out.complete = measurement.complete and code == 0
         out.steps = list(measurement.steps)
         out.windows = list(measurement.windows)
+        out.run_uid, out.origin_unix_s, out.plan = measurement.run_uid, measurement.origin_unix_s, measurement.plan
         out.write(args.out)
     if world > 1 and code == 0:
         try:

@@ -129,6 +129,18 @@ class Result(BaseModel):
     diagnosis: Diagnosis | None
     cost: CostRecord | None
     scaling: Scaling | None = None
+    run_uid: str | None = Field(
+        None, description="the run's identity as the harness of every rank held it (the supervisor mints it)"
+    )
+    origin_unix_s: float | None = Field(
+        None,
+        description="wall-clock seconds since the epoch at global rank 0's run origin: its records' start_s are "
+        "relative to this instant (None in results written before schema v2)",
+    )
+    started_at: str | None = Field(None, description="origin_unix_s as UTC ISO 8601")
+    plan: dict[str, Any] | None = Field(
+        None, description="the windows plan global rank 0's harness actually applied (budget calibration included)"
+    )
     provenance: Provenance
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
 

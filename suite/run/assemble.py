@@ -7,6 +7,7 @@ diagnosis, the cost and the division label; the result is sealed with its digest
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from harness.sampler import summarize_utilization
@@ -32,8 +33,13 @@ def rank_environment(m: RankMeasurement) -> dict[str, Any]:
         "torch_threads": (system.get("torch") or {}).get("num_threads"),
         "omp_num_threads": system.get("env", {}).get("OMP_NUM_THREADS"),
         "loaded_libraries": system.get("loaded_libraries"),
+        "origin_unix_s": m.origin_unix_s,
         "error": m.error,
     }
+
+
+def _iso(unix_s: float | None) -> str | None:
+    return None if unix_s is None else datetime.fromtimestamp(unix_s, UTC).isoformat(timespec="milliseconds")
 
 
 def build_result(
@@ -106,6 +112,10 @@ def build_result(
             "summary": summary,
             "diagnosis": diagnosis,
             "cost": cost,
+            "run_uid": measurement.run_uid,
+            "origin_unix_s": measurement.origin_unix_s,
+            "started_at": _iso(measurement.origin_unix_s),
+            "plan": measurement.plan,
             "provenance": provenance(),
         }
     )

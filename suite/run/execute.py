@@ -37,7 +37,7 @@ def execute(config: RunConfig, opts: RunOptions, on_progress: ProgressCallback |
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     run_dir = opts.output_dir / config.workload / f"{stamp}-{run_id[:8]}"
     run_dir.mkdir(parents=True)
-    measurement, plan, code = launch_rank(config, run_dir, on_progress, opts.wrap)
+    measurement, plan, code = launch_rank(config, run_dir, on_progress, opts.wrap, run_id)
     if measurement is None:
         raise ResultElsewhere(
             f"this host's ranks finished; global rank 0 ran on another host of the {config.launch.host_count()}, "
@@ -99,7 +99,8 @@ def _with_single_comparison(
     single_config = single_process_config(config, plan.placement)
     single_dir = run_dir / "single-process"
     single_dir.mkdir()
-    measurement, single_plan, _ = launch_rank(single_config, single_dir, on_progress, opts.wrap)
+    single_id = uuid.uuid4().hex
+    measurement, single_plan, _ = launch_rank(single_config, single_dir, on_progress, opts.wrap, single_id)
     assert measurement is not None  # one host
     single = build_result(single_config, opts, measurement, single_plan, uuid.uuid4().hex)
     if single.summary is None or result.summary is None:

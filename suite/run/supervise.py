@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 
+from harness.procstat import ROOT_PID_ENV
 from harness.records import StepRecord
 from suite.config import RunConfig, TorchrunLaunch
 from suite.run.launch import LaunchPlan, plan_launch
@@ -168,6 +169,7 @@ def launch_rank(
     run_dir: Path,
     on_progress: ProgressCallback | None = None,
     wrap: Wrap | None = None,
+    run_uid: str | None = None,
 ) -> tuple[RankMeasurement | None, LaunchPlan, int]:
     """Start the rank(s), follow their progress and return the measurement.
 
@@ -178,6 +180,13 @@ def launch_rank(
     final measurement gets one rebuilt from each local rank's files and progress log,
     marked incomplete with the reason. A distributed run's measurement holds every
     rank's records under ``ranks`` (gathered on global rank 0).
+
+    Args:
+        run_uid: the run's identity, handed to every rank's harness (its ``Measurement.run_uid``).
+
+    The ranks get ``TRAINBENCH_ROOT_PID`` = this process, so their samplers count the
+    supervisor, the launcher and every sibling rank as the run, and only other processes
+    as interference.
 
     Returns:
         (measurement, the launch plan that ran, exit_code). The measurement is None when
@@ -192,6 +201,8 @@ def launch_rank(
     job_doc = config.job()
     if plan.placement:
         job_doc["placement"] = plan.placement
+    if run_uid is not None:
+        job_doc["run_uid"] = run_uid
     job.write_text(json.dumps(job_doc, indent=1))
     if wrap is not None:
         plan = wrap(plan, run_dir)
@@ -202,7 +213,11 @@ def launch_rank(
     startup, stall = config.launch.startup_timeout_s, config.launch.stall_timeout_s
     with log.open("w") as logf:
         proc = subprocess.Popen(
-            plan.command, env=plan.environ(), stdout=logf, stderr=subprocess.STDOUT, start_new_session=True
+            plan.command,
+            env={**plan.environ(), ROOT_PID_ENV: str(os.getpid())},
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         last_step = time.monotonic()
         tree = _ProcessTree(proc.pid)

@@ -50,10 +50,10 @@ def interval_words(result: Result) -> tuple[str, str]:
         return "none: the run did not finish", "no throughput: the run did not finish"
     ci = s.throughput_ci95
     if ci is None:
-        return (
-            "none: too few repeats and steps",
-            "no 95% CI: too few repeats and steps (2+ repeats, or 4+ measured steps, give one)",
-        )
+        why = s.throughput_ci95_reason or "too few repeats and steps (2+ repeats, or 4+ measured steps, give one)"
+        if s.throughput_ci95_status == "unbounded":
+            return "unbounded: too few repeats to bound", f"no 95% CI: {escape(why)}"
+        return "none: too few repeats and steps", f"no 95% CI: {escape(why)}"
     method = plain(ci.method)
     if ci.high is None:
         return (

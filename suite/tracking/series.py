@@ -39,14 +39,8 @@ DIGITS = 7
 
 
 def _origin_recorded(result: Result) -> float | None:
-    candidates = (
-        getattr(result, "origin_unix_s", None),
-        *(d.get("origin_unix_s") for d in (result.environment, result.workload_info)),
-    )
-    for value in candidates:
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
-            return float(value)
-    return None
+    value = result.origin_unix_s
+    return float(value) if value is not None and math.isfinite(value) and value > 0 else None
 
 
 def last_offset_s(result: Result) -> float:

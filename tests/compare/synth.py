@@ -29,6 +29,7 @@ def result(
     flags: list[str] | None = None,
     workload_info: dict[str, Any] | None = None,
     environment: dict[str, Any] | None = None,
+    origin_unix_s: float | None = None,
 ) -> Result:
     """A complete resnet50-cpu result: one warm-up step and then ``step_times[r]`` per repeat ``r``.
 
@@ -40,6 +41,7 @@ def result(
         flags: the CPU flags recorded (default: a Zen 4's, with native bf16).
         workload_info: extra workload info (e.g. ``{"bf16_emulated": True}``).
         environment: keys added to the recorded environment.
+        origin_unix_s: the wall-clock origin the harness recorded (None: not recorded).
     """
     config = resolve(
         "resnet50-cpu",
@@ -78,6 +80,7 @@ def result(
             "windows": windows,
             "utilization": [],
             "utilization_summary": None,
+            "origin_unix_s": origin_unix_s,
             "summary": summarize(steps, windows),
             "diagnosis": None,
             "cost": None,

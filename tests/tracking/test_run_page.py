@@ -46,7 +46,7 @@ def _logged(result: Result, path: Path, tmp_path: Path) -> tuple[MlflowClient, R
 def test_the_run_page_of_a_real_run_answers_at_a_glance(real: tuple[Result, Path], tmp_path: Path) -> None:
     result, path = real
     s = result.summary
-    assert s is not None and s.throughput_ci95 is not None
+    assert s is not None
     client, run = _logged(result, path, tmp_path)
     rid = run.info.run_id
     assert run.info.run_name == "resnet50-cpu fp32 bs2 [image_size=64] @ test-box"
@@ -56,8 +56,9 @@ def test_the_run_page_of_a_real_run_answers_at_a_glance(real: tuple[Result, Path
     assert run.info.end_time is not None
     assert run.info.end_time - run.info.start_time == pytest.approx(last_offset_s(result) * 1000, abs=2)
     assert run.info.end_time - run.info.start_time >= s.measured_seconds * 1000
-    assert abs(run.info.end_time - created_ms) <= 1000
-    assert run.data.tags["trainbench.clock"] == "estimated"  # no origin_unix_s recorded yet
+    assert run.info.end_time <= created_ms + 1000  # ended before the result was written
+    assert run.data.tags["trainbench.clock"] == "measured"  # the harness recorded its wall-clock origin
+    assert result.origin_unix_s is not None and abs(run.info.start_time - result.origin_unix_s * 1000) <= 1
 
     # the description answers first: throughput, its 95% CI, the verdicts, the hardware
     note = run.data.tags["mlflow.note.content"]
@@ -72,7 +73,9 @@ def test_the_run_page_of_a_real_run_answers_at_a_glance(real: tuple[Result, Path
     assert next(iter(metrics)) == "throughput_samples_per_s"
     assert metrics["throughput_samples_per_s"] == pytest.approx(s.throughput)
     assert all(math.isfinite(v) for v in metrics.values())
-    if s.throughput_ci95.high is not None:
+    if s.throughput_ci95 is None:  # a loaded machine can leave 8 steps unbounded: said in words, never NaN
+        assert "throughput_ci95_high" not in metrics and "unbounded" in run.data.tags["trainbench.throughput_ci95"]
+    elif s.throughput_ci95.high is not None:
         assert metrics["throughput_ci95_low"] <= metrics["throughput_samples_per_s"] <= metrics["throughput_ci95_high"]
         assert metrics["throughput_ci95_rel"] == pytest.approx(
             (s.throughput_ci95.high - s.throughput_ci95.low) / 2 / s.throughput, rel=1e-6
@@ -148,8 +151,8 @@ def test_fields_other_parts_record_are_used_when_present(tmp_path: Path) -> None
     result = synth.result(
         [synth.jittered(0.5, 4, 1)],
         overrides=("precision=bf16",),
+        origin_unix_s=1_800_000_000.25,
         environment={
-            "origin_unix_s": 1_800_000_000.25,
             "isa": {"features": ["avx2", "amx_bf16", "avx512_bf16"], "torch_capability": "AVX512"},
             "slurm": {"job_id": "4242", "nodelist": "n[1-2]", "partition": "cpu"},
         },
