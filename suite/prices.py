@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from suite.errors import BadInput
-from suite.files import FileProblem, read_config_text
+from suite.files import FileProblem, parse_yaml, read_config_text
 
 #: The price table shipped with trainbench.
 DEFAULT_PRICE_TABLE_PATH: Path = Path(__file__).resolve().parent / "data" / "prices.yaml"
@@ -155,9 +154,9 @@ def load_price_table(path: Path | None = None) -> PriceTable:
     except FileProblem as exc:
         raise PriceTableError(f"cannot read price table {path}: {exc.message}; {exc.fix}") from exc
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PriceTableError(f"price table {path} is not valid YAML: {exc}") from exc
+        data = parse_yaml(text)
+    except FileProblem as exc:
+        raise PriceTableError(f"price table {path} is not valid YAML: {exc.message}; {exc.fix}") from exc
     if not isinstance(data, dict):
         raise PriceTableError(
             f"price table {path} must be a YAML mapping with keys table_version, currency and entries; "

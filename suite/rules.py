@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from suite.config import LAUNCHERS
 from suite.errors import BadInput
-from suite.files import FileProblem, read_config_text
+from suite.files import FileProblem, read_yaml
 from suite.specs import SPECS_DIR, ConfigError, RunConfig, load_specs, resolve
 
 RULES_PATH = Path(__file__).resolve().parent / "data" / "division-rules.yaml"
@@ -89,18 +88,16 @@ class Rules(BaseModel):
 
 @functools.lru_cache(maxsize=8)
 def load_rules(path: Path = RULES_PATH) -> Rules:
-    """Read and check the rules file (bounded, ``yaml.safe_load``).
+    """Read and check the rules file (bounded, strict YAML: :mod:`suite.files`).
 
     Raises:
         RulesError: an unreadable or oversized file, unparseable YAML, or content that
             does not fit :class:`Rules`.
     """
     try:
-        raw = yaml.safe_load(read_config_text(path))
+        raw = read_yaml(path)
     except FileProblem as exc:
         raise RulesError(f"{path}: cannot read the rules file: {exc.message}; {exc.fix}") from exc
-    except yaml.YAMLError as exc:
-        raise RulesError(f"{path}: cannot read the rules file: {exc}") from exc
     try:
         return Rules.model_validate(raw)
     except ValidationError as exc:

@@ -16,7 +16,6 @@ import copy
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from suite.config import (
@@ -30,7 +29,7 @@ from suite.config import (
     launch_keys,
 )
 from suite.errors import BadInput
-from suite.files import FileProblem, read_config_text
+from suite.files import FileProblem, parse_yaml, read_yaml
 from workloads import registry
 
 __all__ = [
@@ -100,11 +99,9 @@ def load_spec(path: Path) -> WorkloadSpec:
             file name, an unknown workload, or a profile whose params are invalid.
     """
     try:
-        raw = yaml.safe_load(read_config_text(path))
+        raw = read_yaml(path)
     except FileProblem as exc:
         raise ConfigError(f"{path}: cannot read spec: {exc.message}; {exc.fix}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: cannot read spec: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a spec must be a mapping, got {type(raw).__name__}")
     try:
@@ -159,8 +156,8 @@ def _parse_override(item: str) -> tuple[str, Any]:
     if text.strip().lower() in _YAML11_WORDS:
         return key, text.strip()  # YAML 1.1 reads off/on/yes/no as booleans; pydantic still takes them for bool fields
     try:
-        value = yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError:
+        value = parse_yaml(text) if text.strip() else None
+    except FileProblem:
         value = text
     return key, value
 

@@ -9,7 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from suite.config import launch_keys
-from suite.files import FileProblem, read_bounded
+from suite.files import FileProblem, read_yaml
 from suite.rules import flatten_config
 from suite.specs import SPECS_DIR, ConfigError, load_specs, resolve
 from suite.validation.bands import BANDS_PATH, BANDS_VERSION, BandsError, BandsFile
@@ -87,19 +87,18 @@ def parse_bands(raw: Any, where: str, specs_dir: Path = SPECS_DIR) -> BandsFile:
 
 
 def load_bands(path: Path = BANDS_PATH, specs_dir: Path = SPECS_DIR) -> BandsFile:
-    """Read the bands file (bounded: :mod:`suite.files`; ``yaml.safe_load``) and check it.
+    """Read the bands file (bounded, strict YAML: :mod:`suite.files`) and check it.
 
     Raises:
-        BandsError: missing, oversized or unparseable file, or invalid content.
+        BandsError: missing, not a regular file, oversized or unparseable file (aliases, merge
+            keys and duplicate keys included), or invalid content.
     """
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise BandsError(f"{path}: no bands file; pass --bands FILE (the committed one is submissions/bands.yaml)")
     try:
-        raw = yaml.safe_load(read_bounded(path).decode("utf-8"))
+        raw = read_yaml(path)
     except FileProblem as exc:
-        raise BandsError(f"{path}: {exc.message}") from exc
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise BandsError(f"{path}: cannot parse the bands file: {exc}") from exc
+        raise BandsError(f"{path}: cannot read the bands file: {exc.message}; {exc.fix}") from exc
     return parse_bands(raw, str(path), specs_dir)
 
 
