@@ -32,8 +32,9 @@ from suite.validation.bands import (
     run_stats,
     score,
 )
+from suite.validation.duplicates import find_twins
 from suite.validation.findings import Findings
-from suite.validation.result_checks import CheckContext, check_result, measurement_fingerprint
+from suite.validation.result_checks import CheckContext, check_result
 
 MIN_RUNS = MIN_MEASURED_RUNS
 """Fewest runs a measured band may come from."""
@@ -58,10 +59,9 @@ def read_runs(paths: Sequence[Path]) -> list[tuple[str, Result]]:
 
 
 def _metric(result: Result, metric: str) -> float:
-    if metric == "throughput" and result.summary is not None:
-        return result.summary.throughput
-    if metric == "samples_per_dollar" and result.cost is not None:
-        return result.cost.samples_per_dollar
+    value = metric_value(result, metric)
+    if value is not None:
+        return value
     raise DeriveError(f"run {result.run_id} has no {metric} (samples per dollar needs --price-per-hour at run time)")
 
 
@@ -83,6 +83,30 @@ def open_conditions(result: Result) -> dict[str, object]:
         for key, value in flatten_config(result.config).items()
         if key.startswith("params.") or key in ALWAYS_PINNED or (key.startswith("launch.") and value != defaults[key])
     }
+
+
+def band_bounds(values: Sequence[float], margin: float) -> tuple[float, float, float]:
+    """(value, lower, upper) of a measured band from its runs' metric values, by the method above.
+
+    ``lower`` and ``upper`` are fractions of the value rounded to 6 decimals (as written).
+    The validator recomputes a measured band's figures with this same function.
+
+    Raises:
+        ValueError: no values.
+    """
+    median = score(values, "median")
+    lower = max(-1.0, min(min(values) / median - 1 - margin, 0.0))
+    upper = max(max(values) / median - 1 + margin, 0.0)
+    return median, round(lower, 6), round(upper, 6)
+
+
+def metric_value(result: Result, metric: str) -> float | None:
+    """The run's value of a band metric (samples/s, or samples per USD), or None when it has none."""
+    if metric == "throughput" and result.summary is not None:
+        return result.summary.throughput
+    if metric == "samples_per_dollar" and result.cost is not None:
+        return result.cost.samples_per_dollar
+    return None
 
 
 def derive_band(
@@ -130,13 +154,16 @@ def derive_band(
     digests = [r.digest for _, r in results]
     if len(set(digests)) != len(digests):
         raise DeriveError("the same run is given twice (equal digests)")
-    if len({measurement_fingerprint(r) for _, r in results}) != len(results):
-        raise DeriveError("two runs have identical raw step records (one measurement given twice)")
+    twins = find_twins([r for _, r in results])
+    if twins:
+        t = twins[0]
+        raise DeriveError(
+            f"{results[t.index][0]} is the same run as {results[t.original][0]} ({t.reason}); "
+            "one measurement counts once"
+        )
     values = [_metric(r, metric) for _, r in results]
     stats = run_stats(values)
-    median = score(values, "median")
-    lower = max(-1.0, min(stats.min / median - 1 - margin, 0.0))
-    upper = max(stats.max / median - 1 + margin, 0.0)
+    median, lower, upper = band_bounds(values, margin)
     band_name = name or f"{first.workload}-{division}-{system}-{first.profile}".lower()
     return ReferenceBand(
         name=band_name,
@@ -145,8 +172,8 @@ def derive_band(
         division=division,  # type: ignore[arg-type]
         metric=metric,  # type: ignore[arg-type]
         value=median,
-        lower=round(lower, 6),
-        upper=round(upper, 6),
+        lower=lower,
+        upper=upper,
         floor=None,
         unit=METRIC_UNITS[metric],
         runs=len(results),

@@ -145,6 +145,7 @@ class TreeRuns:
         entries: the result files that parsed.
         systems: (submitter, system) -> its valid description.
         system_files: (submitter, system) -> where its description file is.
+        used_bands: the bands some group of runs was scored against (their provenance is checked).
     """
 
     ctx: CheckContext
@@ -153,3 +154,4 @@ class TreeRuns:
     entries: list[RunEntry] = field(default_factory=list)
     systems: dict[tuple[str, str], SystemDescription] = field(default_factory=dict)
     system_files: dict[tuple[str, str], str] = field(default_factory=dict)
+    used_bands: list[ReferenceBand] = field(default_factory=list)

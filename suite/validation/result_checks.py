@@ -6,8 +6,7 @@ of a file is reported at once.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +19,12 @@ from suite.results import Result, compute_digest
 from suite.results.migrations import schema_validator, supported, upgrade, versions_text
 from suite.rules import Rules, RulesError, closed_deviations
 from suite.specs import SPECS_DIR
+from suite.validation.conditions import check_bf16, check_interference, check_steady_state, check_suite
 from suite.validation.findings import Findings
 from suite.validation.record_checks import check_records, check_summary
 
 MAX_SCHEMA_ERRORS = 10
-"""Schema errors reported per file (the rest are counted)."""
+"""Schema errors reported per file: validation stops at the next one, so a hostile file costs bounded work."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def parse_result(doc: Any, where: str, findings: Findings) -> Result | None:
             "the digest does not match the content: the file was changed after the run wrote it",
             "submit the result file unchanged; re-run the workload if the measurement was wrong",
         )
-    errors = sorted(schema_validator(version).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    errors = list(itertools.islice(schema_validator(version).iter_errors(doc), MAX_SCHEMA_ERRORS + 1))
     for err in errors[:MAX_SCHEMA_ERRORS]:
         findings.error(
             "schema",
@@ -97,7 +97,7 @@ def parse_result(doc: Any, where: str, findings: Findings) -> Result | None:
         findings.error(
             "schema",
             where,
-            f"{len(errors) - MAX_SCHEMA_ERRORS} more schema errors not shown",
+            f"more schema errors not shown (checking stops after {MAX_SCHEMA_ERRORS} per file)",
             "submit the result exactly as trainbench wrote it",
         )
     if errors:
@@ -113,34 +113,6 @@ def parse_result(doc: Any, where: str, findings: Findings) -> Result | None:
                 "submit the result exactly as trainbench wrote it",
             )
         return None
-
-
-def measurement_fingerprint(result: Result) -> str:
-    """sha256 of the raw step records: equal for one measurement filed twice under new run ids."""
-    body = json.dumps([s.to_dict() for s in result.steps], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
-def check_steady_state(result: Result, where: str, findings: Findings) -> None:
-    """A measurement window still trending is an error; an unchecked one a warning."""
-    if result.summary is None:
-        return
-    ss = result.summary.steady_state
-    if ss.status == "trending":
-        drift = f" (drift {ss.worst_drift:+.1%} across a window)" if ss.worst_drift is not None else ""
-        findings.error(
-            "steady-state-trending",
-            f"{where}#summary/steady_state",
-            f"the measurement window's step times were still trending{drift}",
-            "lengthen the warm-up (warmup_steps / warmup_seconds) and re-run on a quiet machine",
-        )
-    elif ss.status == "insufficient":
-        findings.warning(
-            "steady-state-unchecked",
-            f"{where}#summary/steady_state",
-            "too few measured steps per window to check the steady state",
-            "measure at least 8 steps per window (the official profiles do)",
-        )
 
 
 def check_division(result: Result, where: str, findings: Findings, ctx: CheckContext) -> None:
@@ -187,7 +159,9 @@ def check_result(result: Result, where: str, findings: Findings, ctx: CheckConte
         )
         return
     version = result.provenance.suite_version
-    if not ctx.rules.accepts_suite_version(version):
+    accepted = ctx.rules.accepts_suite_version(version)
+    check_suite(result, where, findings, accepted)
+    if not accepted:
         findings.error(
             "suite-version",
             f"{where}#provenance/suite_version",
@@ -212,6 +186,8 @@ def check_result(result: Result, where: str, findings: Findings, ctx: CheckConte
     records_ok = check_records(result, where, findings)
     check_summary(result, where, findings, records_ok)
     check_steady_state(result, where, findings)
+    check_interference(result, where, findings)
+    check_bf16(result, where, findings)
     check_division(result, where, findings, ctx)
     cost, s = result.cost, result.summary
     if cost is not None and s is not None and s.throughput > 0:

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from suite.cost import samples_per_dollar_or_none
 from suite.results import Result
 from suite.rules import flatten_config
-from suite.validation.bands import BandsFile, MeasuredRuns, ReferenceBand, score
+from suite.validation.band_provenance import check_provenance
+from suite.validation.bands import BandsFile, ReferenceBand, score
+from suite.validation.conditions import bf16_emulated
+from suite.validation.duplicates import find_twins
 from suite.validation.findings import Findings, Severity
 from suite.validation.outcomes import GroupOutcome, RunEntry, TreeRuns
-from suite.validation.result_checks import measurement_fingerprint
 
 
 def score_runs(found: TreeRuns) -> list[GroupOutcome]:
@@ -31,7 +32,7 @@ def score_runs(found: TreeRuns) -> list[GroupOutcome]:
     """
     _duplicates(found)
     groups = _groups(found)
-    _band_provenance(found)
+    check_provenance(found)
     return groups
 
 
@@ -41,32 +42,17 @@ def _config_id(result: Result) -> str:
 
 
 def _duplicates(walk: TreeRuns) -> None:
-    digests: dict[str, str] = {}
-    prints: dict[str, str] = {}
-    for e in walk.entries:
-        if not e.valid:
-            continue
-        if e.result.digest in digests:
-            walk.findings.error(
-                "duplicate-run",
-                e.where,
-                f"the same run as {digests[e.result.digest]} (digest {e.result.digest[:19]}...)",
-                "submit each run once",
-            )
-            e.valid = False
-            continue
-        digests[e.result.digest] = e.where
-        fp = measurement_fingerprint(e.result)
-        if fp in prints:
-            walk.findings.error(
-                "duplicate-measurement",
-                e.where,
-                f"the same raw step records as {prints[fp]}: one measurement submitted twice",
-                "submit each measured run once",
-            )
-            e.valid = False
-            continue
-        prints[fp] = e.where
+    """Runs that duplicate an earlier valid run (by identity or by measurement) lose their validity."""
+    valid = [e for e in walk.entries if e.valid]
+    for twin in find_twins([e.result for e in valid]):
+        entry, original = valid[twin.index], valid[twin.original]
+        walk.findings.error(
+            twin.code,
+            entry.where,
+            f"the same run as {original.where} ({twin.reason}): one measurement counts once",
+            "submit each measured run once",
+        )
+        entry.valid = False
 
 
 def _band_check(walk: TreeRuns, g: GroupOutcome, names: list[str], flat: dict[str, Any]) -> None:
@@ -74,8 +60,11 @@ def _band_check(walk: TreeRuns, g: GroupOutcome, names: list[str], flat: dict[st
         return
     band = find_band(walk.bands, g.workload, g.division, names, "throughput", flat)
     g.band = band
+    if band is not None:
+        walk.used_bands.append(band)
     if band is None:
-        walk.findings.warning(
+        add = walk.findings.error if g.division == "closed" else walk.findings.warning
+        add(
             "no-band",
             g.where,
             f"no reference band for {g.workload} ({g.division}) on {' / '.join(names)} with "
@@ -112,6 +101,8 @@ def _band_check(walk: TreeRuns, g: GroupOutcome, names: list[str], flat: dict[st
         walk.findings.info("in-band", g.where, f"{text}: inside")
     if g.samples_per_dollar is not None:
         spd_band = find_band(walk.bands, g.workload, g.division, names, "samples_per_dollar", flat)
+        if spd_band is not None:
+            walk.used_bands.append(spd_band)
         if spd_band is not None and spd_band.verdict(g.samples_per_dollar) == "below":
             walk.findings.error(
                 "below-band",
@@ -126,12 +117,13 @@ def _groups(walk: TreeRuns) -> list[GroupOutcome]:
     by_key: dict[tuple[str, str, str, str, str], list[RunEntry]] = {}
     for e in walk.entries:
         if e.result.status == "complete":
+            emulated = "bf16-emulated" if bf16_emulated(e.result) else ""
             key: tuple[str, str, str, str, str] = (
                 e.submitter,
                 e.system,
                 e.workload,
                 e.result.division,
-                _config_id(e.result),
+                _config_id(e.result) + emulated,
             )
             by_key.setdefault(key, []).append(e)
     dirs: dict[tuple[str, str, str], int] = {}
@@ -213,38 +205,11 @@ def config_summary(result: Result) -> str:
         parts.append(f"batch {p['batch_size']}")
     if "precision" in p:
         parts.append(str(p["precision"]) + (" + channels_last" if p.get("channels_last") else ""))
+    if bf16_emulated(result):
+        parts.append("bf16 emulated (not comparable with native bf16)")
     if result.config.overrides:
         parts.append("--set " + " ".join(result.config.overrides))
     return ", ".join(parts)
-
-
-def _band_provenance(walk: TreeRuns) -> None:
-    by_digest = {e.result.digest: e for e in walk.entries if e.valid}
-    for band in walk.bands.bands:
-        src = band.source
-        if not isinstance(src, MeasuredRuns) or band.metric != "throughput":
-            continue
-        found = [by_digest[d] for d in src.runs if d in by_digest]
-        if not found:
-            continue
-        where = f"bands.yaml#{band.name}"
-        if len(found) < len(src.runs):
-            walk.findings.warning(
-                "band-provenance",
-                where,
-                f"{len(found)} of the band's {len(src.runs)} runs are in this tree",
-                "commit every run a measured band was derived from",
-            )
-            continue
-        values = [e.result.summary.throughput for e in found if e.result.summary is not None]
-        if not values or not math.isclose(score(values, "median"), band.value, rel_tol=1e-9):
-            walk.findings.error(
-                "band-provenance",
-                where,
-                f"the band's value {band.value} is not the median of its runs "
-                f"({', '.join(f'{v:.6g}' for v in values)})",
-                "re-derive the band with trainbench bands derive",
-            )
 
 
 def attribute(groups: list[GroupOutcome], findings: Findings, system_files: dict[tuple[str, str], str]) -> None:

@@ -16,8 +16,9 @@ from suite.files import FileProblem, parse_json, read_bounded, read_json
 from suite.results import Result, ResultError, load_document
 from suite.specs import load_specs
 from suite.systems import SYSTEM_NAME_PATTERN, SystemDescription, inconsistencies, price_matches
+from suite.validation.duplicates import find_twins
 from suite.validation.findings import Findings
-from suite.validation.result_checks import CheckContext, check_result, measurement_fingerprint, parse_result
+from suite.validation.result_checks import CheckContext, check_result, parse_result
 from suite.validation.tree import RESULT_NAME
 
 
@@ -48,25 +49,22 @@ class SubmitOutcome:
     findings: Findings = field(default_factory=Findings)
 
 
-def _existing(target: Path) -> tuple[int, set[str], set[str]]:
-    """(highest n, digests, measurement fingerprints) of the results already in ``target``."""
+def _existing(target: Path) -> tuple[int, list[tuple[str, Result]]]:
+    """(highest n, (path, result) of each readable result) already in ``target``."""
     high = 0
-    digests: set[str] = set()
-    prints: set[str] = set()
+    found: list[tuple[str, Result]] = []
     if not target.is_dir():
-        return 0, digests, prints
-    for p in target.iterdir():
+        return 0, found
+    for p in sorted(target.iterdir()):
         m = RESULT_NAME.match(p.name)
         if not m or p.is_symlink():
             continue
         high = max(high, int(m.group(1)))
         try:
-            result = load_document(read_json(p), check_digest=False)
+            found.append((str(p), load_document(read_json(p), check_digest=False)))
         except (FileProblem, ResultError):
             continue  # the validator reports a broken file already in the tree
-        digests.add(result.digest)
-        prints.add(measurement_fingerprint(result))
-    return high, digests, prints
+    return high, found
 
 
 def _system(root: Path, submitter: str, system: str, new: SystemDescription | None) -> tuple[SystemDescription, bool]:
@@ -157,17 +155,18 @@ def submit_results(
                 "use one price for the system",
             )
         staged.append((path, spec_for[result.workload], data, result))
-    targets: dict[str, tuple[int, set[str], set[str]]] = {}
+    targets: dict[str, tuple[int, list[tuple[str, Result]]]] = {}
     for path, workload, _, result in staged:
-        target = root / submitter / "results" / system / workload
-        high, digests, prints = targets.setdefault(workload, _existing(target))
-        fp = measurement_fingerprint(result)
-        if result.digest in digests or fp in prints:
+        targets.setdefault(workload, _existing(root / submitter / "results" / system / workload))
+        targets[workload][1].append((str(path), result))
+    for _, runs in targets.values():
+        for twin in find_twins([r for _, r in runs]):
             findings.error(
-                "duplicate-run", str(path), f"this run is already in {target} (or given twice)", "submit each run once"
+                twin.code,
+                runs[twin.index][0],
+                f"the same run as {runs[twin.original][0]} ({twin.reason}): already submitted, or given twice",
+                "submit each measured run once",
             )
-        digests.add(result.digest)
-        prints.add(fp)
     if findings.has_errors():
         raise SubmitError("nothing was copied: the results have error findings", findings)
     outcome = SubmitOutcome(findings=findings)
@@ -182,7 +181,7 @@ def submit_results(
         target = root / submitter / "results" / system / workload
         target.mkdir(parents=True, exist_ok=True)
         high = targets[workload][0] + 1
-        targets[workload] = (high, *targets[workload][1:])
+        targets[workload] = (high, targets[workload][1])
         dest = target / f"result_{high}.json"
         with dest.open("xb") as f:  # never overwrite
             f.write(data)
