@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from suite.commands.validate import bands_option, bands_path_for, rules_option, specs_option
-from suite.console import console
+from suite.console import console, markup
 from suite.rules import load_rules
 from suite.validation.bands import MeasuredRuns
 from suite.validation.bands_file import load_bands, write_bands
@@ -38,7 +37,7 @@ def bands_list(bands_path: Path | None, specs_dir: Path) -> None:
             else (f"{len(b.conditions)} settings (the measured runs' config)")
         )
         cells = (b.name, b.workload, b.division, b.system, b.metric, b.describe(), cond or "-", source)
-        t.add_row(*(escape(c) for c in cells))
+        t.add_row(*(markup(c) for c in cells))
     console.print(t)
 
 
@@ -126,7 +125,7 @@ def bands_derive(
     target = bands_path_for(bands_path)
     updated = add_band(load_bands(target, specs_dir), band, replace)
     write_bands(updated, target)
-    console.print(f"wrote {target}")
+    console.print(f"wrote {markup(target)}", highlight=False)
 
 
 COMMANDS = (bands,)

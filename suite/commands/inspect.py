@@ -9,7 +9,7 @@ import click
 import yaml
 from rich.table import Table
 
-from suite.console import console
+from suite.console import console, markup, plain_tree
 from suite.specs import load_specs, resolve
 
 
@@ -30,14 +30,18 @@ def list_cmd() -> None:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE")
 def show(target: str, profile: str | None, overrides: tuple[str, ...]) -> None:
     """Show a workload's resolved config, or a result file's summary (TARGET = name or path)."""
-    from suite.results import read_result
+    from suite.results import Result, read_result
     from suite.run.progress import summary_table
 
     path = Path(target)
-    if path.suffix == ".json" or path.is_file():
-        result = read_result(path)  # ResultError: exit 1
-        console.print(summary_table(result))
-        console.print(f"digest {result.digest} verified; status {result.status}")
+    if path.suffix == ".json" or path.is_file() or path.exists():
+        result = read_result(path)  # ResultError (unreadable, FIFO, too deep, forged...): exit 1
+        # every string of the file is untrusted: no escape sequence or control character reaches the
+        # terminal, and the names the table's title shows as markup are escaped
+        doc = plain_tree(result.model_dump(mode="json"))
+        doc.update({k: markup(doc[k]) for k in ("workload", "profile", "system")})
+        console.print(summary_table(Result.model_validate(doc)))
+        console.print(f"digest {result.digest} verified; status {markup(result.status)}", highlight=False)
         return
     config = resolve(target, profile, list(overrides))
     console.print(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), end="", highlight=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from suite.commands.validate import rules_option, specs_option
-from suite.console import console
+from suite.console import console, markup
 from suite.errors import BadInput
 from suite.rules import load_rules
 from suite.systems import Price
@@ -129,15 +129,15 @@ def submit(
             console.print(findings_table(exc.findings, f"trainbench submit: {len(results)} result(s)"))
         raise
     if outcome.system_written:
-        console.print(f"wrote {outcome.system_written}")
+        console.print(f"wrote {markup(outcome.system_written)}", highlight=False)
     for src, dest in outcome.copied:
-        console.print(f"{src} -> {dest}")
+        console.print(f"{markup(src)} -> {markup(dest)}", highlight=False)
     if dry_run:
         console.print(f"dry run: {len(results)} result(s) checked, nothing copied")
     warnings = [f for f in outcome.findings if f.severity.value == "warning"]
     for f in warnings:
-        console.print(f"[yellow]warning[/] {f.code} {f.where}: {f.message}", highlight=False)
-    console.print(f"Check the submission with: trainbench validate {shlex.quote(str(root))}")
+        console.print(f"[yellow]warning[/] {f.code} {markup(f.where)}: {markup(f.message)}", highlight=False)
+    console.print(f"Check the submission with: trainbench validate {markup(shlex.quote(str(root)))}", highlight=False)
 
 
 def _price(

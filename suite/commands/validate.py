@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from suite.console import console, err
+from suite.console import console, err, markup
 from suite.errors import BadInput, RunFailed, TrackingError
 from suite.rules import RULES_PATH, load_rules
 from suite.specs import SPECS_DIR
@@ -18,12 +18,25 @@ from suite.validation.bands_file import load_bands
 
 
 def bands_path_for(given: Path | None, tree: Path | None = None) -> Path:
-    """The bands file: the one given, else ``tree``'s own ``bands.yaml``, else the checkout's."""
+    """The bands file: exactly the one given; else, for a tree, the tree's own ``bands.yaml``; else
+    (commands that read no tree) the checkout's. Never a silent fallback from a tree to another file.
+
+    Raises:
+        BadInput: the tree's ``bands.yaml`` is not a regular file (a link, a FIFO, a directory),
+            or the tree has none and no file was given.
+    """
     if given is not None:
         return given
-    if tree is not None and (tree / "bands.yaml").is_file():
-        return tree / "bands.yaml"
-    return BANDS_PATH
+    if tree is None:
+        return BANDS_PATH
+    own = tree / "bands.yaml"
+    if own.is_symlink() or (own.exists() and not own.is_file()):
+        raise BadInput(f"{own} is not a regular file; make it the tree's bands file, or pass --bands FILE")
+    if not own.exists():
+        raise BadInput(
+            f"{tree} has no bands.yaml; pass --bands FILE (the committed reference bands are submissions/bands.yaml)"
+        )
+    return own
 
 
 def _write(text: str, target: Path) -> None:
@@ -53,8 +66,8 @@ bands_option = click.option(
     "--bands",
     "bands_path",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Reference bands file [default: the checkout's submissions/bands.yaml; validate and report look for "
-    "bands.yaml in PATH first].",
+    help="Reference bands file [default: validate and report use PATH/bands.yaml (it must exist); bands list and "
+    "derive the checkout's submissions/bands.yaml].",
 )
 
 
@@ -89,16 +102,19 @@ def validate(
 
     try:
         rules = load_rules(rules_path)
-        bands = load_bands(bands_path_for(bands_path, path), specs_dir)
+        bands_file = bands_path_for(bands_path, path)
+        bands = load_bands(bands_file, specs_dir)
         report = validate_tree(path, rules, bands, specs_dir, strict)
     except BadInput as exc:  # rules, bands, specs or the path
         raise BadInput(f"the validator could not run: {exc}") from exc
+    report.bands_source = str(bands_file)
     out = err if "-" in (str(json_out), str(md_out)) else console
     out.print(findings_table(report.findings, f"trainbench validate {path}", show_info=not quiet))
     if report.groups:
         out.print(groups_table(report))
+    out.print(f"reference bands: {markup(report.bands_source)}", highlight=False)
     style = "bold green" if report.compliant else "bold red"
-    out.print(f"[{style}]{verdict_line(report)}[/]", highlight=False)
+    out.print(f"[{style}]{markup(verdict_line(report))}[/]", highlight=False)
     if json_out is not None:
         _write(json.dumps(to_json(report), indent=1) + "\n", json_out)
     if md_out is not None:
@@ -150,20 +166,22 @@ def report(
         validated = validate_tree(path, load_rules(rules_path), bands_data, specs_dir)
     except BadInput as exc:  # rules, bands, specs or the path
         raise BadInput(f"the report could not be made: {exc}") from exc
+    validated.bands_source = str(bands_file)
+    console.print(f"reference bands: {markup(bands_file)}", highlight=False)
     rows = ranking.build_rows(validated, bands_data, include_published=not no_published)
     if not rows:
         raise RunFailed(f"nothing to rank: no scored submissions in {path} and no published bands")
     for table in ranking_render.rich_tables(rows):
         console.print(table)
     for rec in ranking.recommend(rows):
-        console.print(f"[bold]{ranking.recommendation_text(rec)}[/bold]", highlight=False)
+        console.print(f"[bold]{markup(ranking.recommendation_text(rec))}[/bold]", highlight=False)
     output_dir.mkdir(parents=True, exist_ok=True)
     chart = ranking_render.chart_png(rows, output_dir / "report.png")
     md = output_dir / "report.md"
     md.write_text(ranking_render.markdown(rows, chart))
     js = output_dir / "report.json"
     js.write_text(json.dumps(ranking.to_json(rows), indent=1) + "\n")
-    console.print(f"wrote {md}, {js}, {chart}")
+    console.print(f"wrote {markup(md)}, {markup(js)}, {markup(chart)}", highlight=False)
     if no_tracking:
         return
     from suite.tracking import default_tracking_uri, log_report

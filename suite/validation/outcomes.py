@@ -122,6 +122,8 @@ class ValidationReport:
     systems: dict[tuple[str, str], SystemDescription]
     files: int
     strict: bool
+    bands_source: str = ""
+    """The bands file the runs were scored against (set by the command that read it)."""
 
     @property
     def compliant(self) -> bool:

@@ -8,9 +8,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from rich.markup import escape
 from rich.table import Table
 
+from suite.console import markup as escape
+from suite.console import plain
+from suite.markdown import escape as md
 from suite.validation.ranking import RankRow, by_workload, recommend, recommendation_text
 
 
@@ -55,7 +57,7 @@ def markdown(rows: list[RankRow], chart: Path | None = None) -> str:
     """The ranking and recommendation as Markdown."""
     lines = ["# trainbench report: which system to train on", ""]
     for rec in recommend(rows):
-        lines.append(f"- **{recommendation_text(rec)}**")
+        lines.append(f"- **{md(recommendation_text(rec))}**")
     lines.append("")
     for workload, group in by_workload(rows).items():
         lines += [
@@ -67,8 +69,8 @@ def markdown(rows: list[RankRow], chart: Path | None = None) -> str:
         for i, r in enumerate(group, 1):
             status = r.band_status if r.compliant else f"{r.band_status}, NOT COMPLIANT"
             lines.append(
-                f"| {i} | {r.system} | {r.kind} | {r.config.replace('|', '/')} | {r.throughput:.4g} | "
-                f"{_f(r.usd_per_hour, 'g')} | {_f(r.samples_per_dollar, ',.0f')} | {status} | {r.runs} |"
+                f"| {i} | {md(r.system)} | {r.kind} | {md(r.config)} | {r.throughput:.4g} | "
+                f"{_f(r.usd_per_hour, 'g')} | {_f(r.samples_per_dollar, ',.0f')} | {md(status)} | {r.runs} |"
             )
         lines.append("")
     if chart is not None:
@@ -90,7 +92,7 @@ def chart_png(rows: list[RankRow], path: Path) -> Path:
     height = sum(max(len(g), 1) * 0.45 + 1.2 for g in groups.values()) or 2.0
     fig, axes = plt.subplots(n, 2, figsize=(12, height), squeeze=False)
     for (workload, group), (ax_t, ax_c) in zip(groups.items(), axes, strict=False):
-        labels = [f"{r.system}\n{r.config[:48]}" for r in group][::-1]
+        labels = [f"{plain(r.system)}\n{plain(r.config)[:48]}".replace("$", r"\$") for r in group][::-1]
         colours = [
             ("tab:blue" if r.compliant else "tab:red") if r.kind == "submission" else "lightgrey" for r in group
         ][::-1]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 
 from suite import __version__
+from suite.console import markup
+from suite.markdown import escape as md_escape
 from suite.validation.findings import Finding, Findings, Severity
 from suite.validation.outcomes import ValidationReport
 
@@ -39,7 +40,7 @@ def findings_table(findings: Findings, title: str, show_info: bool = True) -> Ta
         if f.severity is Severity.INFO and not show_info:
             continue
         cells = (f.code, f.where, f.message, f.fix)
-        t.add_row(f"[{_STYLE[f.severity]}]{f.severity.value}[/]", *(escape(c) for c in cells))
+        t.add_row(f"[{_STYLE[f.severity]}]{f.severity.value}[/]", *(markup(c) for c in cells))
     return t
 
 
@@ -55,10 +56,10 @@ def groups_table(report: ValidationReport) -> Table:
     for g in report.groups:
         band = f"{g.band.name}: {g.band.describe()}" if g.band else "none"
         t.add_row(
-            *(escape(c) for c in (g.system, g.workload, g.division, g.profile)),
+            *(markup(c) for c in (g.system, g.workload, g.division, g.profile)),
             f"{g.valid_runs}/{g.required_runs}",
             _fmt(g.score),
-            escape(band),
+            markup(band),
             g.verdict or "-",
             "[green]yes[/]" if g.errors == 0 else f"[red]{g.errors} err[/]",
         )
@@ -77,18 +78,21 @@ def to_json(report: ValidationReport) -> dict[str, Any]:
         "exit_code": report.exit_code,
         "counts": {s.value: f.count(s) for s in Severity},
         "files": report.files,
+        "bands": report.bands_source,
         "groups": [g.to_dict() for g in report.groups],
         "findings": [x.to_dict() for x in _sorted(report.findings)],
     }
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _md(text: object) -> str:
+    return md_escape(text)
 
 
 def to_markdown(report: ValidationReport) -> str:
     """The report as Markdown (a verdict line, the scores, then every finding)."""
-    lines = [f"# trainbench validation: {report.root.name}", "", f"**{verdict_line(report)}**", ""]
+    lines = [f"# trainbench validation: {_md(report.root.name)}", "", f"**{_md(verdict_line(report))}**", ""]
+    if report.bands_source:
+        lines += [f"Reference bands: {_md(report.bands_source)}", ""]
     if report.groups:
         lines += [
             "## Scores",
@@ -99,8 +103,8 @@ def to_markdown(report: ValidationReport) -> str:
         for g in report.groups:
             band = f"{g.band.name}: {g.band.describe()}" if g.band else "none"
             lines.append(
-                f"| {g.system} | {g.workload} | {g.division} | {g.profile} | {g.valid_runs}/{g.required_runs}"
-                f" | {_fmt(g.score)} | {_md(band)} | {g.verdict or '-'} | {g.errors} |"
+                f"| {_md(g.system)} | {_md(g.workload)} | {_md(g.division)} | {_md(g.profile)} | "
+                f"{g.valid_runs}/{g.required_runs} | {_fmt(g.score)} | {_md(band)} | {g.verdict or '-'} | {g.errors} |"
             )
         lines.append("")
     lines += ["## Findings", ""]
@@ -109,7 +113,7 @@ def to_markdown(report: ValidationReport) -> str:
     else:
         lines += ["| severity | code | where | message | fix |", "| --- | --- | --- | --- | --- |"]
         lines += [
-            f"| {f.severity.value} | {f.code} | `{_md(f.where)}` | {_md(f.message)} | {_md(f.fix)} |"
+            f"| {f.severity.value} | {f.code} | {_md(f.where)} | {_md(f.message)} | {_md(f.fix)} |"
             for f in _sorted(report.findings)
         ]
     return "\n".join(lines) + "\n"

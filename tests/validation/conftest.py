@@ -75,11 +75,26 @@ class RealRuns:
 
 
 def one_repeat(measurement: dict[str, Any], repeat: int) -> dict[str, Any]:
-    """The measurement of one repeat, as a single-repeat run would have recorded it."""
+    """The measurement of one repeat, as a single-repeat run would have recorded it.
+
+    Each such run has an identity of its own (a run uid, and a start time one hour per
+    repeat later), as separate runs would, and was measured on a quiet machine: the
+    sampler's readings of other processes' CPU time and of steal are zeroed (this shared
+    test machine is never quiet; the interference check has cases of its own).
+    """
     out = copy.deepcopy(measurement)
     out["steps"] = [{**s, "repeat": 0} for s in measurement["steps"] if s["repeat"] == repeat]
     out["windows"] = [{**w, "repeat": 0} for w in measurement["windows"] if w["repeat"] == repeat]
+    out["run_uid"] = uuid.uuid4().hex
+    if out.get("origin_unix_s") is not None:
+        out["origin_unix_s"] += 3600.0 * (repeat + 1)
+    out["utilization"] = [quiet(u) for u in out.get("utilization", [])]
     return out
+
+
+def quiet(reading: dict[str, Any]) -> dict[str, Any]:
+    """A utilization reading as a quiet machine gives it: no other process's CPU time, no steal."""
+    return {**reading, **{k: 0.0 for k in ("others_cpu_s", "steal_s") if reading.get(k) is not None}}
 
 
 def with_drift(measurement: dict[str, Any], per_step: float = 0.5) -> dict[str, Any]:
