@@ -112,5 +112,17 @@ def bench_mnist(
     sys.exit(code)
 
 
-COMMANDS = (bench, bench_gpu, bench_mnist)
+@click.command("bench-validate")
+@click.option("--steps", type=click.IntRange(10, 80_000), default=10_000, show_default=True, help="Measured steps.")
+def bench_validate(steps: int) -> None:
+    """Seconds and peak memory to validate one result of STEPS steps (in a fresh process)."""
+    from suite.bench.validation import main as bench_main
+
+    try:
+        bench_main(steps)
+    except RuntimeError as exc:
+        raise RunFailed(str(exc)) from exc
+
+
+COMMANDS = (bench, bench_gpu, bench_mnist, bench_validate)
 """This area's commands (registered by :mod:`suite.commands`)."""

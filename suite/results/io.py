@@ -13,8 +13,9 @@ from pydantic import ValidationError
 from harness.stats import MeasurementError, summarize
 from suite.errors import TrainbenchError
 from suite.files import FileProblem, read_json
-from suite.results.migrations import schema_validator, supported, upgrade, versions_text
+from suite.results.migrations import supported, upgrade, versions_text
 from suite.results.model import Result, verify_digest
+from suite.results.schema_check import schema_errors
 
 
 class ResultError(TrainbenchError, ValueError):
@@ -75,7 +76,7 @@ def load_document(doc: Any, check_digest: bool = True) -> Result:
             f"{versions_text()}. Re-run with this suite version, or use the trainbench that wrote it"
         )
     assert isinstance(version, int)
-    first = next(iter(schema_validator(version).iter_errors(doc)), None)
+    first = next(schema_errors(doc, version), None)
     if first is not None:  # stop at the first error: a hostile file costs bounded work
         where = "/".join(str(p) for p in first.absolute_path) or "(top)"
         raise ResultError(f"schema error at {where}: {first.message}")

@@ -24,6 +24,14 @@ from suite.config import RunConfig
 
 SCHEMA_VERSION = 2
 """The result schema this trainbench writes (2: launch settings are the variant of the run's launcher)."""
+MAX_STEPS = 100_000
+"""Most step records in one result (all ranks): 16 MiB of result file holds about 80,000 (schema ``maxItems``)."""
+MAX_WINDOWS = 20_000
+"""Most window records in one result (two per repeat per rank) (schema ``maxItems``)."""
+MAX_READINGS = 100_000
+"""Most utilization readings in one result (an hour at 0.05 s) (schema ``maxItems``)."""
+MAX_STEPS_PER_WINDOW = MAX_STEPS
+"""Most steps one window may claim (schema ``maximum`` of a window's ``steps``)."""
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 SCHEMA_PATH = SCHEMA_DIR / f"result-v{SCHEMA_VERSION}.schema.json"
 """The committed JSON Schema of :data:`SCHEMA_VERSION` (``trainbench schema --write`` regenerates it)."""
@@ -121,9 +129,9 @@ class Result(BaseModel):
     world_size: int = Field(ge=1)
     environment: dict[str, Any]
     workload_info: dict[str, Any]
-    steps: list[StepRecord]
-    windows: list[WindowRecord]
-    utilization: list[UtilizationSample]
+    steps: list[StepRecord] = Field(max_length=MAX_STEPS)
+    windows: list[WindowRecord] = Field(max_length=MAX_WINDOWS)
+    utilization: list[UtilizationSample] = Field(max_length=MAX_READINGS)
     utilization_summary: UtilizationSummary | None
     summary: Summary | None
     diagnosis: Diagnosis | None
@@ -170,6 +178,7 @@ def seal(fields: dict[str, Any]) -> Result:
 def json_schema() -> dict[str, Any]:
     """JSON Schema of the result file (generated from the model; committed as SCHEMA_PATH)."""
     schema = Result.model_json_schema()
+    schema["$defs"]["WindowRecord"]["properties"]["steps"]["maximum"] = MAX_STEPS_PER_WINDOW
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = f"https://trainbench.dev/schemas/result-v{SCHEMA_VERSION}.schema.json"
     return schema

@@ -16,7 +16,8 @@ from pydantic import ValidationError
 
 from suite.cost import samples_per_dollar_or_none
 from suite.results import Result, compute_digest
-from suite.results.migrations import schema_validator, supported, upgrade, versions_text
+from suite.results.migrations import supported, upgrade, versions_text
+from suite.results.schema_check import schema_errors
 from suite.rules import Rules, RulesError, closed_deviations
 from suite.specs import SPECS_DIR
 from suite.validation.conditions import check_bf16, check_interference, check_steady_state, check_suite
@@ -85,7 +86,7 @@ def parse_result(doc: Any, where: str, findings: Findings) -> Result | None:
             "the digest does not match the content: the file was changed after the run wrote it",
             "submit the result file unchanged; re-run the workload if the measurement was wrong",
         )
-    errors = list(itertools.islice(schema_validator(version).iter_errors(doc), MAX_SCHEMA_ERRORS + 1))
+    errors = list(itertools.islice(schema_errors(doc, version), MAX_SCHEMA_ERRORS + 1))
     for err in errors[:MAX_SCHEMA_ERRORS]:
         findings.error(
             "schema",
