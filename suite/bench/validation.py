@@ -36,7 +36,9 @@ def synthetic_measurement(steps: int, seed: int = 14) -> dict[str, Any]:
 
     rng = np.random.default_rng(seed)
     times = 0.1 * rng.lognormal(0.0, 0.05, steps + 1)
-    records, windows, t = [], [], 0.0
+    records: list[dict[str, Any]] = []
+    windows: list[dict[str, Any]] = []
+    t = 0.0
     for phase, chunk in (("warmup", times[:1]), ("measurement", times[1:])):
         start = t
         for i, step in enumerate(chunk):
@@ -131,7 +133,7 @@ def check_one(path: Path) -> dict[str, Any]:
         "rss_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "rss_after_imports_mb": before_mb,
         "errors": sorted(findings.codes(Severity.ERROR)),
-        "steps": len(result.steps) if result is not None else None,
+        "steps": result.summary.measured_steps if result is not None and result.summary is not None else None,
     }
 
 
