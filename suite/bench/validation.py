@@ -26,8 +26,8 @@ TARGET_RSS_MB = 300.0
 """Most peak resident memory, MB, of the process that checks it (issue 14)."""
 
 
-def synthetic_measurement(steps: int, seed: int = 14) -> dict[str, Any]:
-    """A complete one-rank measurement of one repeat: 1 warm-up step then ``steps`` measured steps.
+def synthetic_measurement(steps: int, seed: int = 14, warmup: int = 1) -> dict[str, Any]:
+    """A complete one-rank measurement of one repeat: ``warmup`` warm-up steps then ``steps`` measured steps.
 
     Step times are log-normal around 0.1 s (sigma 0.05), data waits 2% of that; readings
     every 0.5 s of the measurement window, from a quiet two-core machine.
@@ -35,11 +35,11 @@ def synthetic_measurement(steps: int, seed: int = 14) -> dict[str, Any]:
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    times = 0.1 * rng.lognormal(0.0, 0.05, steps + 1)
+    times = 0.1 * rng.lognormal(0.0, 0.05, steps + warmup)
     records: list[dict[str, Any]] = []
     windows: list[dict[str, Any]] = []
     t = 0.0
-    for phase, chunk in (("warmup", times[:1]), ("measurement", times[1:])):
+    for phase, chunk in (("warmup", times[:warmup]), ("measurement", times[warmup:])):
         start = t
         for i, step in enumerate(chunk):
             wait = float(step) * 0.02

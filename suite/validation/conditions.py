@@ -10,6 +10,7 @@ from __future__ import annotations
 from harness.sampler import summarize_utilization
 from suite import __version__
 from suite.labels import bf16_emulated as _labelled_emulated
+from suite.labels import isa_features
 from suite.results import Result
 from suite.validation.findings import Findings
 
@@ -37,6 +38,8 @@ def bf16_emulated(result: Result) -> bool | None:
         return bool(recorded["bf16_emulated"])
     if isinstance(recorded, dict):
         return None
+    if not isa_features(result.environment) and not (result.environment.get("env") or {}).get("ONEDNN_MAX_CPU_ISA"):
+        return None  # nothing recorded to judge by (an old result, or no CPU flags): not labelled either way
     return _labelled_emulated(result)
 
 
