@@ -13,7 +13,7 @@ import pytest
 
 from suite.console import markup, plain
 from suite.files import FileProblem, parse_json, parse_yaml, read_bounded, read_json, read_yaml
-from suite.results import write_result
+from suite.results import Result, write_result
 from suite.rules import load_rules
 from suite.validation.bands import BandsFile
 from suite.validation.bands_file import load_bands, write_bands
@@ -169,10 +169,10 @@ def test_near_duplicates_are_found() -> None:
 
 
 # 5. bands that follow from their runs
-def _tree(root: Path, results: list[object]) -> Path:
-    write_system(root, system_for(results[0]))  # type: ignore[arg-type]
+def _tree(root: Path, results: list[Result]) -> Path:
+    write_system(root, system_for(results[0]))
     for i, r in enumerate(results, 1):
-        write_result(r, results_dir(root) / f"result_{i}.json")  # type: ignore[arg-type]
+        write_result(r, results_dir(root) / f"result_{i}.json")
     return root
 
 
