@@ -38,7 +38,7 @@ def _isa(name: str, env: dict[str, str] | None = None) -> dict[str, Any]:
 def _old_environment(name: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """What a result written before the ISA record holds: py-cpuinfo's arch and flags, and the env vars."""
     machine = KINDS[name][0]
-    flags = sorted(k for k, v in _isa(name)["features"].items() if v) + ["fma", "sse4_2"]
+    flags = [*sorted(k for k, v in _isa(name)["features"].items() if v), "fma", "sse4_2"]
     return {"cpu": {"arch": "X86_64" if machine == "x86_64" else "ARM_8", "flags": flags}, "env": env or {}}
 
 
@@ -95,7 +95,9 @@ def test_the_rank_decides_on_its_host_with_its_caps() -> None:
     assert "bf16 would be emulated" in choice.reason
     explicit, choice = resolve_params(ResNet50CPUParams(precision="bf16"), {"ONEDNN_MAX_CPU_ISA": "AVX2"})
     assert explicit.precision == "bf16"
-    assert choice is not None and choice.bf16_emulated and choice.warning and "Fix: --set precision=auto" in choice.warning
+    assert (
+        choice is not None and choice.bf16_emulated and choice.warning and "Fix: --set precision=auto" in choice.warning
+    )
     fp32, choice = resolve_params(ResNet50CPUParams(precision="fp32"))
     assert fp32.precision == "fp32" and choice is not None and not choice.bf16_emulated
 
@@ -114,3 +116,25 @@ def test_header_words_name_the_effective_isa_the_caps_and_the_decision() -> None
         assert [line.split(":")[0] for line in lines] == ["CPU", "matrix ISA", "precision"]
     emulated = choose_precision("bf16", detect_isa("flags\t: avx2", "x86_64", {}))
     assert "EMULATED" in precision_text(emulated.to_dict())
+
+
+def test_labels_and_mlflow_tags_read_the_recorded_isa_and_decision() -> None:
+    from suite import labels
+    from suite.results import seal
+    from suite.tracking.page import tags
+    from tests.compare import synth
+
+    isa = _isa("zen4-epyc-2vcpu", {"ONEDNN_MAX_CPU_ISA": "AVX2"})
+    isa["torch_cpu_capability"] = "AVX2"
+    choice = choose_precision("bf16", detect_isa((FIXTURES / "zen4-epyc-2vcpu.txt").read_text(), "x86_64", {}))
+    base = synth.result([synth.jittered(0.5, 4, 1)], environment={"isa": isa}, workload_info={"precision": {}})
+    emulated = {**choice.to_dict(), "bf16_native": False, "bf16_emulated": True}
+    result = seal({**base.model_dump(), "workload_info": {"precision": emulated}, "bf16_emulated": True})
+    assert labels.precision(result) == "bf16" and labels.bf16_emulated(result) is True
+    assert labels.isa_summary(result.environment) == "AVX2"  # effective, not the CPU's own AVX512 BF16 VNNI
+    assert labels.isa_summary(result.environment, effective=False) == "AVX512 BF16 VNNI"
+    t = tags(result)
+    assert t["trainbench.isa"] == "AVX2" and t["trainbench.torch_cpu_capability"] == "AVX2"
+    assert t["trainbench.isa_caps"].startswith("ONEDNN_MAX_CPU_ISA=AVX2 hides avx512_bf16")
+    assert t["trainbench.bf16_emulated"] == "true" and t["trainbench.precision"].startswith("bf16 (requested bf16)")
+    assert labels.name(result).startswith("resnet50-cpu bf16 bs2")
