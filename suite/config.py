@@ -42,6 +42,17 @@ class WindowsConfig(BaseModel):
     measure_seconds: float = Field(ge=0, allow_inf_nan=False, description="minimum measured seconds")
     repeats: int = Field(1, ge=1, le=1000, description="warm-up + measurement pairs")
     sampler_interval_s: float = Field(0.5, gt=0, le=60, allow_inf_nan=False, description="utilization sampling period")
+    budget_s: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="time budget in seconds from the command's start to the end of the measurement: the harness "
+        "measures the step time in the first warm-up steps and lowers the step counts to fit (harness.budget); "
+        "unset: the windows run as given",
+    )
+    budget_floor_steps: int = Field(
+        10, ge=4, le=100_000, description="measured steps, over all repeats, that the budget may not cut below"
+    )
 
 
 def _launcher_required(schema: dict[str, Any]) -> None:

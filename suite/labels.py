@@ -1,10 +1,13 @@
 """Short words for what a result measured and where: its config's knobs, precision, device and hardware.
 
-One home for the labels the MLflow run page (``suite.tracking``) and ``trainbench
-compare`` (``suite.compare``) print, so both name a config and a machine the same way.
-Every value is read from the result as written; fields that other parts of the suite
-add later (``environment["isa"]``, a resolved ``precision``, ``bf16_emulated``) are
-used when present, and the labels fall back to what older results hold.
+One home for the labels the MLflow run page (``suite.tracking``), ``trainbench compare``
+(``suite.compare``) and the run's own tables print, so all name a config and a machine the
+same way. Every value is read from the result as written: ``environment["isa"]`` (the
+:class:`harness.isa.IsaInfo` record: ``features``/``effective`` flag -> bool, ``caps``,
+``torch_cpu_capability``), ``workload_info["precision"]`` (the
+:class:`harness.precision.PrecisionChoice` record: ``requested``, ``chosen``, ``reason``,
+``bf16_emulated``) and ``bf16_emulated``; results written before those fall back to the
+CPU flags and the configured precision.
 """
 
 from __future__ import annotations
@@ -15,37 +18,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from harness.isa import ARM_FEATURES, X86_FEATURES
 from suite.markdown import plain
 from suite.results import Result
 from suite.specs import RunConfig
 
-MATRIX_FEATURES = (
-    "avx2",
-    "avx512f",
-    "avx512_bf16",
-    "avx512_fp16",
-    "avx512_vnni",
-    "avx_vnni",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-    "bf16",
-    "sve",
-    "sve2",
-    "i8mm",
-)
+MATRIX_FEATURES: tuple[str, ...] = (*X86_FEATURES, *ARM_FEATURES)
 """CPU features that decide matrix throughput (issue 13's list: x86, then aarch64)."""
 NATIVE_BF16 = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
 """Any of these flags means the CPU computes bf16 natively (no emulation)."""
-NOT_KNOBS = frozenset(
-    {
-        "params.batch_size",  # in the name as bs<N>
-        "params.precision",  # in the name
-        "launch.startup_timeout_s",
-        "launch.stall_timeout_s",
-        "launch.rdzv_id",
-        "launch.rdzv_endpoint",
-    }
+NOT_KNOBS = frozenset({"params.batch_size", "params.precision"}) | frozenset(  # both are in the name
+    {"launch.startup_timeout_s", "launch.stall_timeout_s", "launch.rdzv_id", "launch.rdzv_endpoint"}
 )
 """Settings that never appear among a run name's knobs (already named, or no effect on speed)."""
 KNOB_SECTIONS = ("params.", "launch.")
@@ -152,11 +135,18 @@ def name(result: Result, max_len: int = 250) -> str:
     return (base + tail)[:max_len]
 
 
-def precision(result: Result) -> str | None:
-    """The precision the run used: a resolved one recorded by the workload (``precision=auto``), else the setting."""
+def precision_choice(result: Result) -> dict[str, Any] | None:
+    """The precision decision the rank recorded (``PrecisionChoice.to_dict``), or None."""
     info = result.workload_info.get("precision")
-    if isinstance(info, dict):
-        info = info.get("effective") or info.get("resolved") or info.get("used")
+    return info if isinstance(info, dict) and isinstance(info.get("chosen"), str) else None
+
+
+def precision(result: Result) -> str | None:
+    """The precision the run used: the rank's decision (``precision=auto`` resolved), else the setting."""
+    choice = precision_choice(result)
+    if choice is not None:
+        return str(choice["chosen"])
+    info = result.workload_info.get("precision")
     if isinstance(info, str) and info:
         return info
     value = result.config.params.get("precision")
@@ -169,21 +159,30 @@ def device_class(result: Result) -> str:
     return "gpu" if result.config.requires_gpu or device.startswith("cuda") else "cpu"
 
 
-def isa_features(env: dict[str, Any]) -> list[str]:
-    """Matrix-relevant CPU features: from ``environment["isa"]`` when recorded, else from the CPU flags."""
+def isa_features(env: dict[str, Any], effective: bool = True) -> list[str]:
+    """Matrix-relevant CPU features: the ISA record's (``effective``: after the caps; else the CPU's
+    own), else the recorded CPU flags."""
     isa = env.get("isa")
     found: list[str] = []
     if isinstance(isa, dict):
-        for key in ("features", "flags", "matrix_features"):
-            if isinstance(isa.get(key), list):
-                found = [str(f) for f in isa[key]]
-                break
-        else:
-            found = [k for k, v in isa.items() if v is True and k in MATRIX_FEATURES]
+        flags = isa.get("effective" if effective else "features")
+        if not isinstance(flags, dict):
+            flags = isa.get("features")
+        if isinstance(flags, dict):
+            found = [str(k) for k, v in flags.items() if v is True]
+        elif isinstance(flags, list):
+            found = [str(f) for f in flags]
     if not found:
         flags = (env.get("cpu") or {}).get("flags") or []
         found = [f for f in MATRIX_FEATURES if isinstance(flags, list) and f in flags]
     return [f for f in MATRIX_FEATURES if f in found] + sorted(f for f in set(found) - set(MATRIX_FEATURES))
+
+
+def isa_caps(env: dict[str, Any]) -> list[str]:
+    """What capped the ISA (``ONEDNN_MAX_CPU_ISA=AVX2 hides avx512f, ... from oneDNN``), as recorded."""
+    isa = env.get("isa")
+    caps = isa.get("caps") if isinstance(isa, dict) else None
+    return [str(c) for c in caps] if isinstance(caps, list) else []
 
 
 _VECTOR = (("avx512f", "AVX512"), ("avx2", "AVX2"), ("sve2", "SVE2"), ("sve", "SVE"))
@@ -199,14 +198,15 @@ _ISA_WORDS = (
 )
 
 
-def isa_summary(env: dict[str, Any]) -> str | None:
+def isa_summary(env: dict[str, Any], effective: bool = True) -> str | None:
     """The matrix ISA in a few words: the widest vector ISA, then the matrix extensions.
 
     E.g. ``AVX2`` (Zen 1: bf16 emulated), ``AVX512 BF16 VNNI`` (Zen 4),
     ``AVX512 AMX-BF16 AMX-INT8 BF16 FP16 VNNI`` (Sapphire Rapids), ``SVE BF16 I8MM``
-    (Graviton 3). None when nothing is recorded.
+    (Graviton 3). ``effective``: what the run may use after ``ONEDNN_MAX_CPU_ISA`` /
+    ``ATEN_CPU_CAPABILITY``. None when nothing is recorded.
     """
-    found = set(isa_features(env))
+    found = set(isa_features(env, effective))
     vector = next((name for flag, name in _VECTOR if flag in found), None)
     extras = list(dict.fromkeys(name for flag, name in _ISA_WORDS if flag in found))
     words = ([vector] if vector else []) + extras
@@ -217,7 +217,7 @@ def torch_capability(env: dict[str, Any]) -> str | None:
     """The ISA torch dispatches to (``AVX512``, ``AVX2``, ...), as recorded."""
     isa = env.get("isa")
     if isinstance(isa, dict):
-        for key in ("torch_capability", "cpu_capability", "torch"):
+        for key in ("torch_cpu_capability", "torch_capability", "cpu_capability"):
             if isinstance(isa.get(key), str):
                 return str(isa[key])
     cap = (env.get("torch") or {}).get("cpu_capability")
@@ -225,17 +225,27 @@ def torch_capability(env: dict[str, Any]) -> str | None:
 
 
 def bf16_emulated(result: Result) -> bool | None:
-    """Whether bf16 ran emulated: the recorded ``bf16_emulated`` flag, else judged from the CPU flags.
+    """Whether bf16 ran emulated: the result's ``bf16_emulated``, else the rank's decision, else judged.
 
-    Returns None when the run did not use bf16 or ran on a GPU. Without a recorded
-    flag, bf16 counts as emulated when the CPU has no native bf16 feature, or when
-    ``ONEDNN_MAX_CPU_ISA`` caps oneDNN below its bf16 ISAs (e.g. ``AVX2``, ``AVX512_CORE``).
+    Returns None when the run did not use bf16 or ran on a GPU. Without a recorded flag,
+    bf16 counts as emulated when the ISA record says it is not native, or (older results)
+    when the CPU has no native bf16 flag or ``ONEDNN_MAX_CPU_ISA`` caps oneDNN below its
+    bf16 ISAs (e.g. ``AVX2``, ``AVX512_CORE``).
     """
-    for where in (result.workload_info, result.environment, result.environment.get("isa")):
-        if isinstance(where, dict) and isinstance(where.get("bf16_emulated"), bool):
+    recorded = getattr(result, "bf16_emulated", None)
+    if isinstance(recorded, bool):
+        return recorded
+    choice = precision_choice(result)
+    if choice is not None:
+        return bool(choice.get("bf16_emulated")) if choice["chosen"] == "bf16" else None
+    for where in (result.workload_info, result.environment):
+        if isinstance(where.get("bf16_emulated"), bool):
             return bool(where["bf16_emulated"])
     if precision(result) != "bf16" or device_class(result) != "cpu":
         return None
+    isa = result.environment.get("isa")
+    if isinstance(isa, dict) and isinstance(isa.get("bf16_native"), bool):
+        return not isa["bf16_native"]
     capped = str((result.environment.get("env") or {}).get("ONEDNN_MAX_CPU_ISA", "")).upper()
     if capped and capped not in ("ALL", "DEFAULT") and not any(s in capped for s in ("BF16", "AMX", "AVX10")):
         return True

@@ -6,6 +6,12 @@ except for the listed tunables (threads, workers, allocator, compile, OpenMP and
 placement settings); anything else is the **open** division. The runner labels each
 result with :func:`division_for`, and the validator re-checks that label.
 
+A setting the official profile leaves to the hardware (``precision: auto``) is not a
+tunable but a decision: a closed run says ``auto``, or exactly what ``auto`` chooses on the
+hardware the run recorded (:func:`auto_precision`; so results from before ``auto``, which
+said ``bf16`` on a native-bf16 CPU, stay closed). A run whose bf16 was emulated is never
+closed.
+
 This module is shared by the run (``suite.run``) and the validator (``suite.validation``),
 so it imports neither.
 """
@@ -13,12 +19,15 @@ so it imports neither.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.isa import detect_isa
+from harness.precision import choose_precision
 from suite.config import LAUNCHERS
 from suite.errors import BadInput
 from suite.files import FileProblem, read_yaml
@@ -164,13 +173,66 @@ def official_config(workload: str, rules: Rules, specs_dir: Path = SPECS_DIR) ->
         raise RulesError(str(exc)) from exc
 
 
-def closed_deviations(config: RunConfig, rules: Rules, specs_dir: Path = SPECS_DIR) -> list[Deviation]:
+def auto_precision(environment: Mapping[str, Any]) -> str | None:
+    """What ``precision=auto`` chooses on the hardware a result recorded: ``bf16`` or ``fp32``.
+
+    Read from the ISA record (``environment["isa"]["bf16_native"]``: the effective ISA,
+    caps included) when there is one, else from the recorded CPU flags and the
+    ``ONEDNN_MAX_CPU_ISA``/``ATEN_CPU_CAPABILITY`` the run recorded (results written before
+    the ISA record), by the same rule as the run (:func:`harness.precision.choose_precision`).
+    None when neither is recorded.
+    """
+    isa = environment.get("isa")
+    if isinstance(isa, dict) and isinstance(isa.get("bf16_native"), bool):
+        return "bf16" if isa["bf16_native"] else "fp32"
+    cpu = environment.get("cpu")
+    flags = cpu.get("flags") if isinstance(cpu, dict) else None
+    if not isinstance(flags, list) or not flags:
+        return None
+    arch = str(cpu.get("arch") or "x86_64").lower() if isinstance(cpu, dict) else "x86_64"
+    machine = "aarch64" if arch.startswith(("arm", "aarch64")) else arch
+    env = environment.get("env")
+    caps = {k: str(v) for k, v in env.items() if isinstance(v, str | int)} if isinstance(env, dict) else {}
+    text = "flags\t: " + " ".join(str(f) for f in flags)
+    return choose_precision("auto", detect_isa(text, machine, caps)).chosen
+
+
+def _decided(key: str, official: Any, actual: Any, environment: Mapping[str, Any] | None) -> bool:
+    """A setting the official profile leaves to the hardware, set to what the hardware decides.
+
+    ``params.precision: auto``: ``auto``, or what auto chooses on the recorded hardware. Without
+    an environment (a caller holding only the config) any precision auto can choose counts as
+    decided: it cannot be judged, and the caller that has the result should pass it.
+    """
+    if key != "params.precision" or official != "auto":
+        return False
+    if actual == "auto":
+        return True
+    if environment is None:
+        return actual in ("bf16", "fp32")
+    return bool(actual == auto_precision(environment))
+
+
+def closed_deviations(
+    config: RunConfig,
+    rules: Rules,
+    specs_dir: Path = SPECS_DIR,
+    *,
+    environment: Mapping[str, Any] | None = None,
+    bf16_emulated: bool | None = None,
+) -> list[Deviation]:
     """Settings of ``config`` that differ from the official config and are not tunables.
 
     An empty list means the config qualifies for the closed division. A launch setting
     that only one side's launcher has counts as left at its default on the other side
     (:func:`launch_defaults`), so a change of launcher alone is judged as before the
     launch variants: by ``launch.launcher`` and any setting actually changed.
+
+    Args:
+        environment: the result's recorded environment; with it, a precision other than
+            ``auto`` must be what ``auto`` chooses on that hardware (:func:`auto_precision`).
+        bf16_emulated: the result's flag; True is always a deviation (``bf16_emulated``),
+            since an emulated run measures the emulation, not the machine.
 
     Raises:
         RulesError: the workload has no official config (see :func:`official_config`).
@@ -182,8 +244,10 @@ def closed_deviations(config: RunConfig, rules: Rules, specs_dir: Path = SPECS_D
     out = []
     for key in sorted(set(official) | set(actual)):
         was, now = official.get(key, defaults.get(key)), actual.get(key, defaults.get(key))
-        if key not in tunables and was != now:
+        if key not in tunables and was != now and not _decided(key, was, now, environment):
             out.append(Deviation(key, was, now))
+    if bf16_emulated:
+        out.append(Deviation("bf16_emulated", False, True))
     return out
 
 
@@ -197,8 +261,16 @@ def launch_defaults() -> dict[str, Any]:
     }
 
 
-def division_for(config: RunConfig, rules: Rules | None = None, specs_dir: Path = SPECS_DIR) -> Division:
-    """``closed`` when ``config`` is the official config up to the tunables, else ``open``.
+def division_for(
+    config: RunConfig,
+    rules: Rules | None = None,
+    specs_dir: Path = SPECS_DIR,
+    *,
+    environment: Mapping[str, Any] | None = None,
+    bf16_emulated: bool | None = None,
+) -> Division:
+    """``closed`` when ``config`` is the official config up to the tunables (and the hardware's
+    decisions, see :func:`closed_deviations`), else ``open``.
 
     A workload without an official profile has no closed division, so its runs are open.
 
@@ -207,6 +279,7 @@ def division_for(config: RunConfig, rules: Rules | None = None, specs_dir: Path 
     """
     rules = rules or load_rules()
     try:
-        return "open" if closed_deviations(config, rules, specs_dir) else "closed"
+        found = closed_deviations(config, rules, specs_dir, environment=environment, bf16_emulated=bf16_emulated)
     except RulesError:
         return "open"
+    return "open" if found else "closed"

@@ -24,8 +24,12 @@ class WorkloadEntry:
         params_model: pydantic model that validates the workload's parameters.
         factory: builds the workload from validated parameters (imports heavy
             libraries lazily, so listing workloads stays fast).
+        cpu_precision: the workload trains on the CPU and its ``precision`` param accepts
+            ``auto``; the rank decides it on its host (:mod:`workloads.cpu_precision`) and
+            records the decision, and the run header shows the planned one.
     """
 
     name: str
     params_model: type[BaseModel]
     factory: Callable[[Any], Workload]
+    cpu_precision: bool = False

@@ -8,7 +8,11 @@ horovodrun or inside a container) as::
 It writes a :class:`workloads.measurement.RankMeasurement`. The job file holds
 ``workload``, ``params``, ``windows`` and optionally ``memory_limit_bytes`` (an
 address-space limit, RLIMIT_AS, so a run that needs too much memory fails with a clear
-error instead of waking the kernel's OOM killer).
+error instead of waking the kernel's OOM killer) and ``deadline_unix_s`` (the instant
+the windows' ``budget_s`` ends, counted from the command's start: the harness's budget is
+what is left of it at the run's origin). A CPU workload's ``precision`` is decided on this
+host before the workload is built (:mod:`workloads.cpu_precision`); the decision, the
+environment and the time projection go to ``events.jsonl`` (:mod:`workloads.events`).
 
 Nothing measured is lost:
 - the progress file is a write-ahead log: one JSON step record per line, flushed
@@ -26,6 +30,7 @@ Exit codes: 0 complete, 1 failed (workload or data error), 2 bad job file,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -42,12 +47,15 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from harness.loop import Measurement, run_plan
+from harness.precision import PrecisionChoice
 from harness.records import StepRecord
 from harness.sampler import UtilizationSampler
 from harness.system import capture_system, parse_cpulist
 from harness.windows import WindowError, plan_from_mapping
 from workloads import registry
+from workloads.cpu_precision import resolve_params
 from workloads.evaluation import EVALUATION_KEY, run_evaluation
+from workloads.events import EventLog, environment_fields, events_path, projection_fields
 from workloads.lifeline import Lifeline
 from workloads.measurement import RankMeasurement
 
@@ -180,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
             bind_and_reexec(job["placement"], raw_argv)
         entry = registry.get(job["workload"])
         params = entry.params_model.model_validate(job.get("params", {}))
+        choice: PrecisionChoice | None = None
+        if entry.cpu_precision:
+            params, choice = resolve_params(params)  # on this host, before the workload is built
         plan = plan_from_mapping(job["windows"])
+        deadline = None if job.get("deadline_unix_s") is None else float(job["deadline_unix_s"])
         interval = float(job.get("sampler_interval_s", 0.5))
         memory_limit = job.get("memory_limit_bytes")
         if memory_limit is not None:
@@ -196,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     if lifeline is not None:
         lifeline.start()
+    events = EventLog(events_path(args.progress) if args.progress is not None else None, rank)
+    events.precision(choice)
     measurement = Measurement(run_uid=job["run_uid"]) if job.get("run_uid") else Measurement()
     sampler: UtilizationSampler | None = None
     progress: IO[str] | None = None
@@ -205,8 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         workload = entry.factory(params)
         describe = getattr(workload, "describe", None)
         out.workload_info = describe() if callable(describe) else {}
+        if choice is not None:
+            out.workload_info["precision"] = choice.to_dict()
         out.system = capture_system()
         out.write(args.out)  # "still running": the environment is kept if the rank dies
+        events.emit("environment", **environment_fields(out.system))
         if args.progress is not None:
             progress = args.progress.open("a", buffering=1)
 
@@ -215,8 +232,18 @@ def main(argv: list[str] | None = None) -> int:
                 f.write(json.dumps(r.to_dict()) + "\n")
 
         origin = time.perf_counter()
+        if deadline is not None and plan.budget_s is not None:  # the budget counts from the command's start
+            plan = dataclasses.replace(plan, budget_s=max(1e-3, deadline - time.time()))
         sampler = UtilizationSampler(interval, origin=origin).start()
-        run_plan(workload, plan, measurement, origin=origin, on_step=on_step, rank=rank)
+        run_plan(
+            workload,
+            plan,
+            measurement,
+            origin=origin,
+            on_step=on_step,
+            rank=rank,
+            on_projection=lambda p: events.emit("projection", **projection_fields(p, plan, choice, params)),
+        )
         evaluation = run_evaluation(workload, origin) if measurement.complete else None  # after every timed window
         if evaluation is not None:
             out.workload_info[EVALUATION_KEY] = evaluation
@@ -234,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             out.utilization = sampler.stop()
         if progress is not None:
             progress.close()
+        events.close()
         out.complete = measurement.complete and code == 0
         out.steps = list(measurement.steps)
         out.windows = list(measurement.windows)

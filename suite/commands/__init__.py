@@ -38,6 +38,7 @@ AREAS = (
     "compare",  # compare A B
     "export",  # export mlperf
     "slurm",  # slurm up, down, status, image (the demo cluster)
+    "ladder",  # ladder (the CPU optimization ladder)
 )
 """The command modules of ``suite.commands``, each with its ``COMMANDS``; one line per area."""
 

@@ -10,7 +10,7 @@ import yaml
 from rich.table import Table
 
 from suite.console import console, markup, plain_tree
-from suite.specs import load_specs, resolve
+from suite.specs import RunConfig, load_specs, resolve
 
 
 @click.command("list")
@@ -28,8 +28,14 @@ def list_cmd() -> None:
 @click.argument("target")
 @click.option("--profile", "-p")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE")
-def show(target: str, profile: str | None, overrides: tuple[str, ...]) -> None:
-    """Show a workload's resolved config, or a result file's summary (TARGET = name or path)."""
+@click.option(
+    "--probe-onednn",
+    is_flag=True,
+    help="With a workload: also ask oneDNN for the ISA it dispatches to (starts a Python with torch; seconds).",
+)
+def show(target: str, profile: str | None, overrides: tuple[str, ...], probe_onednn: bool) -> None:
+    """Show a workload's resolved config and what this machine's CPU gives it (matrix ISA, the precision
+    ``auto`` picks and why), or a result file's summary with its recorded ISA and precision (TARGET = name or path)."""
     from suite.results import Result, read_result
     from suite.run.progress import summary_table
 
@@ -45,6 +51,40 @@ def show(target: str, profile: str | None, overrides: tuple[str, ...]) -> None:
         return
     config = resolve(target, profile, list(overrides))
     console.print(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), end="", highlight=False)
+    _this_machine(config, probe_onednn)
+
+
+def _this_machine(config: RunConfig, probe_onednn: bool) -> None:
+    """Print this machine's ISA record and the precision decision ``config`` gets here."""
+    import os
+
+    from harness.precision import choose_precision
+    from harness.system import read_isa
+    from suite.run.header import header_lines, planned_header
+
+    header = planned_header(config, os.environ)
+    if probe_onednn:
+        header["isa"] = read_isa(probe_onednn=True).to_dict()
+    console.rule("this machine", align="left")
+    for line in header_lines(header):
+        console.print(markup(line), highlight=False, soft_wrap=True)
+    isa = header["isa"]
+    console.print(f"CPU matrix features: {markup(_flags(isa['features']))}", highlight=False)
+    console.print(f"effective (after the caps): {markup(_flags(isa['effective']))}", highlight=False)
+    if isa.get("onednn_isa"):
+        console.print(f"oneDNN reports: {markup(str(isa['onednn_isa']))}", highlight=False)
+    if header["precision"] is not None and header["precision"]["requested"] != "auto":
+        auto = choose_precision("auto", read_isa())
+        console.print(f"precision=auto would choose here: {markup(auto.reason)}", highlight=False)
+
+
+def _flags(flags: dict[str, bool]) -> str:
+    """``has a b; lacks c d`` for a feature map."""
+    if not flags:
+        return "none tracked for this architecture"
+    has = " ".join(k for k, v in flags.items() if v) or "none"
+    lacks = " ".join(k for k, v in flags.items() if not v)
+    return f"{has}" + (f"; lacks {lacks}" if lacks else "")
 
 
 @click.command()

@@ -14,13 +14,20 @@ from rich.table import Table
 
 from suite.commands.options import Runtime, runtime_options, runtime_wrapper
 from suite.console import console, stop_on_sigterm
-from suite.errors import Interrupted, RunFailed, TrackingFailed
+from suite.errors import BadInput, Interrupted, RunFailed, TrackingFailed
 from suite.run.options import ResultElsewhere, RunOptions
 from suite.specs import RunConfig, resolve
 
 
 @click.command()
-@click.argument("workload")
+@click.argument("workload", required=False)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A run-config file (workload, profile and overrides; `trainbench ladder` writes one): run it. "
+    "--profile and --set given here apply on top of it.",
+)
 @click.option("--profile", "-p", help="Profile of the workload spec (default: the spec's default, usually quick).")
 @click.option(
     "--set",
@@ -55,7 +62,8 @@ from suite.specs import RunConfig, resolve
 )
 @runtime_options
 def run(
-    workload: str,
+    workload: str | None,
+    config_file: Path | None,
     profile: str | None,
     overrides: tuple[str, ...],
     output_dir: Path,
@@ -69,12 +77,15 @@ def run(
     runtime: Runtime,
     sweep: str | None,
 ) -> None:
-    """Run WORKLOAD through the harness, write its result JSON and log it to MLflow."""
+    """Run WORKLOAD (or the run config of --config FILE) through the harness, write its result JSON
+    and log it to MLflow."""
     from suite.run.execute import execute
     from suite.run.progress import LiveProgress, summary_table
     from suite.run.sweep import first_point
     from suite.tracking import default_tracking_uri
 
+    started = _command_start()
+    workload, profile, overrides = _from_config_file(workload, config_file, profile, overrides)
     # with --sweep, the first point stands for all (each is resolved again by the sweep)
     config = resolve(workload, profile, [*overrides, *first_point(sweep)])
     wrap = runtime_wrapper(runtime, config)  # docker: engine and image checked now
@@ -88,6 +99,7 @@ def run(
         pricing=pricing,
         region=region,
         wrap=wrap,
+        started_unix_s=started,
     )
     stop_on_sigterm()
     if sweep:
@@ -108,6 +120,39 @@ def run(
         )
     if outcome.tracking_error:
         raise TrackingFailed(f"{outcome.tracking_error}\nThe result itself is safe in {outcome.result_path}.")
+
+
+def _command_start() -> float:
+    """When this command's process started (seconds since the epoch): a profile's time budget counts from it."""
+    import time
+
+    import psutil
+
+    try:
+        return float(psutil.Process().create_time())
+    except psutil.Error:
+        return time.time()
+
+
+def _from_config_file(
+    workload: str | None, path: Path | None, profile: str | None, overrides: tuple[str, ...]
+) -> tuple[str, str | None, tuple[str, ...]]:
+    """(workload, profile, overrides) from the arguments and, with --config, the file's (its overrides first).
+
+    Raises:
+        BadInput: neither WORKLOAD nor --config, or a WORKLOAD that is not the file's.
+        suite.run.config_file.ConfigFileError: the file cannot be read or is not a run config.
+    """
+    if path is None:
+        if workload is None:
+            raise BadInput("name the WORKLOAD to run (see `trainbench list`), or pass --config FILE")
+        return workload, profile, overrides
+    from suite.run.config_file import read_config_file
+
+    doc = read_config_file(path)
+    if workload is not None and workload != doc.workload:
+        raise BadInput(f"{path} runs workload {doc.workload!r}, not {workload!r}; drop WORKLOAD or pass another file")
+    return doc.workload, profile or doc.profile, (*doc.overrides, *overrides)
 
 
 def _sweep(workload: str, profile: str | None, overrides: list[str], sweep_text: str, opts: RunOptions) -> None:

@@ -69,6 +69,9 @@ class Diagnosis(BaseModel):
     verdict: Literal["input-bound", "partly input-bound", "compute-bound"]
     message: str
     cpu_mean_percent: float | None
+    disturbed: bool | None = Field(
+        None, description="a measurement window was disturbed by other processes or steal (None: not judged)"
+    )
 
 
 class CostRecord(BaseModel):
@@ -100,6 +103,15 @@ class Scaling(BaseModel):
     method: str
     single_result: str = Field(description="path of the single-process result file")
     single_digest: str
+    efficiency_ci95_reason: str | None = Field(
+        None, description="why the efficiency's interval is unbounded, and the fix (None when bounded)"
+    )
+    disturbed: bool | None = Field(
+        None,
+        description="the comparison is disturbed: an efficiency above 1 beyond its interval on the same CPUs and "
+        "global batch, or a disturbed measurement window in either run (None in older results)",
+    )
+    disturbed_reason: str | None = Field(None, description="why the comparison counts as disturbed, with the fix")
 
 
 class Result(BaseModel):
@@ -148,6 +160,11 @@ class Result(BaseModel):
     started_at: str | None = Field(None, description="origin_unix_s as UTC ISO 8601")
     plan: dict[str, Any] | None = Field(
         None, description="the windows plan global rank 0's harness actually applied (budget calibration included)"
+    )
+    bf16_emulated: bool | None = Field(
+        None,
+        description="bf16 ran without native bf16 matrix instructions on some rank (an explicit precision=bf16 on "
+        "such a CPU): the result measures the emulation; None when the run did not use bf16 on the CPU",
     )
     provenance: Provenance
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")

@@ -38,6 +38,17 @@ def rank_environment(m: RankMeasurement) -> dict[str, Any]:
     }
 
 
+def bf16_emulated(ranks: list[RankMeasurement]) -> bool | None:
+    """True when any rank ran bf16 without native support, False when all ran it natively,
+    None when no rank recorded a bf16 decision (fp32, a GPU, or an older rank)."""
+    flags = [
+        bool(info.get("bf16_emulated"))
+        for m in ranks
+        if isinstance(info := m.workload_info.get("precision"), dict) and info.get("chosen") == "bf16"
+    ]
+    return any(flags) if flags else None
+
+
 def _iso(unix_s: float | None) -> str | None:
     return None if unix_s is None else datetime.fromtimestamp(unix_s, UTC).isoformat(timespec="milliseconds")
 
@@ -75,7 +86,7 @@ def build_result(
             complete, error = False, f"no valid measurement: {exc}"
     if complete and summary is not None:
         util_summary = summarize_utilization(util, windows)
-        diagnosis = diagnose(summary.input_bound_fraction, util_summary.cpu_mean_percent)
+        diagnosis = diagnose(summary.input_bound_fraction, util_summary.cpu_mean_percent, util_summary)
         c = compute_cost(
             summary.throughput,
             price_per_hour=opts.price_per_hour,
@@ -84,6 +95,7 @@ def build_result(
             region=opts.region,
         )
         cost = c.to_dict() if c is not None else None
+    emulated = bf16_emulated(ranks)
     return seal(
         {
             "run_id": run_id,
@@ -91,7 +103,8 @@ def build_result(
             "error": error,
             "workload": config.workload,
             "profile": config.profile,
-            "division": division_for(config),  # the closed-division rules (suite/data/division-rules.yaml)
+            # the closed-division rules (suite/data/division-rules.yaml), judged on the hardware the rank read back
+            "division": division_for(config, environment=environment, bf16_emulated=emulated),
             "system": opts.system or environment.get("host", {}).get("hostname") or "unknown",
             "config": config,
             "runtime": {
@@ -116,6 +129,7 @@ def build_result(
             "origin_unix_s": measurement.origin_unix_s,
             "started_at": _iso(measurement.origin_unix_s),
             "plan": measurement.plan,
+            "bf16_emulated": emulated,
             "provenance": provenance(),
         }
     )

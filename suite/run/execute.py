@@ -6,6 +6,7 @@ failure never loses a measurement.
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,12 +33,15 @@ def execute(config: RunConfig, opts: RunOptions, on_progress: ProgressCallback |
         RunError: the run failed or was interrupted; ``result_path`` names the
             incomplete result kept on disk when there was anything to keep.
     """
+    started = opts.started_unix_s if opts.started_unix_s is not None else time.time()
     preflight(config, opts)
     run_id = uuid.uuid4().hex
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     run_dir = opts.output_dir / config.workload / f"{stamp}-{run_id[:8]}"
     run_dir.mkdir(parents=True)
-    measurement, plan, code = launch_rank(config, run_dir, on_progress, opts.wrap, run_id)
+    budget = config.windows.budget_s
+    deadline = started + budget if budget is not None else None
+    measurement, plan, code = launch_rank(config, run_dir, on_progress, opts.wrap, run_id, deadline)
     if measurement is None:
         raise ResultElsewhere(
             f"this host's ranks finished; global rank 0 ran on another host of the {config.launch.host_count()}, "
@@ -60,7 +64,7 @@ def execute(config: RunConfig, opts: RunOptions, on_progress: ProgressCallback |
             exit_code=130 if interrupted else (code if code and code > 0 else 1),
         )
     result_path = write_result(result, run_dir / "result.json")
-    for tmp in ("measurement.json", "progress.jsonl"):
+    for tmp in ("measurement.json", "progress.jsonl", "events.jsonl"):
         (run_dir / tmp).unlink(missing_ok=True)
     timeline = timeline_png(
         result.steps,
@@ -100,7 +104,9 @@ def _with_single_comparison(
     single_dir = run_dir / "single-process"
     single_dir.mkdir()
     single_id = uuid.uuid4().hex
-    measurement, single_plan, _ = launch_rank(single_config, single_dir, on_progress, opts.wrap, single_id)
+    budget = single_config.windows.budget_s  # the comparison's own budget, from its own start
+    deadline = time.time() + budget if budget is not None else None
+    measurement, single_plan, _ = launch_rank(single_config, single_dir, on_progress, opts.wrap, single_id, deadline)
     assert measurement is not None  # one host
     single = build_result(single_config, opts, measurement, single_plan, uuid.uuid4().hex)
     if single.summary is None or result.summary is None:
@@ -119,7 +125,7 @@ def _with_single_comparison(
             }
         )
     single_path = write_result(single, single_dir / "result.json")
-    fields = scaling(result.summary, single.summary)
+    fields = scaling(result.summary, single.summary, result.utilization_summary, single.utilization_summary)
     return seal(
         {
             **result.model_dump(),

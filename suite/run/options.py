@@ -16,7 +16,9 @@ if TYPE_CHECKING:  # launch imports the errors below; the plan is only a type he
 Wrap = Callable[["LaunchPlan", Path], "LaunchPlan"]
 """A runtime wrapper: the local launch plan and the run directory -> the plan to execute instead."""
 ProgressCallback = Callable[[dict[str, Any]], None]
-"""Receives each progress event: a step record as :meth:`harness.records.StepRecord.to_dict`."""
+"""Receives each progress event: a step record as :meth:`harness.records.StepRecord.to_dict`, or an
+event with an ``event`` key (the run header, the rank's precision decision, environment and time
+projection: ``suite.run.supervise.launch_rank``)."""
 
 
 class RunError(TrainbenchError, RuntimeError):
@@ -63,6 +65,8 @@ class RunOptions:
             measurement and the progress files, so a wrapper must make it visible to
             the rank at the same path.
         parent_run_id: MLflow run to log this run under (a sweep's parent).
+        started_unix_s: when the command started (seconds since the epoch), from which a
+            profile's ``budget_s`` counts; None: when :func:`suite.run.execute.execute` is called.
     """
 
     output_dir: Path
@@ -74,6 +78,7 @@ class RunOptions:
     region: str | None = None
     wrap: Wrap | None = None
     parent_run_id: str | None = None
+    started_unix_s: float | None = None
 
 
 @dataclass

@@ -22,8 +22,10 @@ import psutil
 from harness.procstat import ROOT_PID_ENV
 from harness.records import StepRecord
 from suite.config import RunConfig, TorchrunLaunch
+from suite.run.header import planned_header
 from suite.run.launch import LaunchPlan, plan_launch
 from suite.run.options import ProgressCallback, Wrap
+from workloads.events import events_path
 from workloads.measurement import RankMeasurement
 
 STOP_GRACE_S = 30.0
@@ -170,6 +172,7 @@ def launch_rank(
     on_progress: ProgressCallback | None = None,
     wrap: Wrap | None = None,
     run_uid: str | None = None,
+    deadline_unix_s: float | None = None,
 ) -> tuple[RankMeasurement | None, LaunchPlan, int]:
     """Start the rank(s), follow their progress and return the measurement.
 
@@ -183,6 +186,14 @@ def launch_rank(
 
     Args:
         run_uid: the run's identity, handed to every rank's harness (its ``Measurement.run_uid``).
+        deadline_unix_s: with a ``budget_s`` in the windows, the wall-clock instant the budget
+            ends (the command's start + ``budget_s``), handed to the rank, whose harness fits
+            the run into what is left of it.
+
+    ``on_progress`` receives, besides each step record, events without step fields: first the
+    planned header (``{"event": "plan", ...}``: :func:`suite.run.header.planned_header`), then
+    what rank 0 reports in ``events.jsonl`` (its precision decision, environment and time
+    projection: :mod:`workloads.events`), each before the step it precedes.
 
     The ranks get ``TRAINBENCH_ROOT_PID`` = this process, so their samplers count the
     supervisor, the launcher and every sibling rank as the run, and only other processes
@@ -203,10 +214,15 @@ def launch_rank(
         job_doc["placement"] = plan.placement
     if run_uid is not None:
         job_doc["run_uid"] = run_uid
+    if deadline_unix_s is not None and config.windows.budget_s is not None:
+        job_doc["deadline_unix_s"] = deadline_unix_s
     job.write_text(json.dumps(job_doc, indent=1))
+    if on_progress is not None:
+        on_progress(planned_header(config, plan.environ()))
     if wrap is not None:
         plan = wrap(plan, run_dir)
-    offset = 0
+    events = events_path(progress)
+    offset = ev_offset = 0
     seen = 0
     interrupted = False
     hung_s: float | None = None
@@ -224,6 +240,7 @@ def launch_rank(
         try:
             while proc.poll() is None:
                 tree.refresh()
+                ev_offset = _tail_progress(events, ev_offset, on_progress)  # events first: they precede the steps
                 offset = _tail_progress(progress, offset, on_progress)
                 size = sum(p.stat().st_size for p in run_dir.glob("progress*.jsonl"))
                 now = time.monotonic()
@@ -244,6 +261,7 @@ def launch_rank(
                 _stop(proc, signal.SIGTERM)
             _signal_group(proc, signal.SIGKILL)  # nothing of the run outlives it
             tree.kill_all()
+    _tail_progress(events, ev_offset, on_progress)
     _tail_progress(progress, offset, on_progress)
     code = proc.returncode
     reason = INTERRUPTED if interrupted else f"{death_reason(code, hung_s)}; see {log}"

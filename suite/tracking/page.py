@@ -162,7 +162,9 @@ def description(result: Result) -> str:
 def tags(result: Result) -> dict[str, str]:
     """Tags of the run: identity, verdicts, and the hardware and software it ran on.
 
-    Hardware tags: ``trainbench.cpu_model``, ``.cores``, ``.isa``, ``.gpu``, ``.torch``,
+    Hardware tags: ``trainbench.cpu_model``, ``.cores``, ``.isa`` (the effective matrix ISA),
+    ``.isa_features``, ``.isa_caps`` (what ``ONEDNN_MAX_CPU_ISA``/``ATEN_CPU_CAPABILITY`` hid),
+    ``.torch_cpu_capability``, ``.precision`` (the rank's decision and its reason), ``.gpu``, ``.torch``,
     ``.cuda``, ``.runtime`` (``local``/``docker``), ``.image`` and ``.image_id`` (the
     image digest) in a container, ``.slurm_job`` (and ``.slurm_nodelist``,
     ``.slurm_partition``) where the run recorded a Slurm job.
@@ -174,6 +176,7 @@ def tags(result: Result) -> dict[str, str]:
         "trainbench.cores": labels.cores_text(env),
         "trainbench.isa": labels.isa_summary(env),
         "trainbench.isa_features": " ".join(labels.isa_features(env)) or None,
+        "trainbench.isa_caps": "; ".join(labels.isa_caps(env)) or None,
         "trainbench.torch_cpu_capability": labels.torch_capability(env),
         "trainbench.gpu": labels.gpu_text(env),
         "trainbench.torch": torch.get("version"),
@@ -192,6 +195,10 @@ def tags(result: Result) -> dict[str, str]:
     emulated = labels.bf16_emulated(result)
     if emulated is not None:
         out["trainbench.bf16_emulated"] = labels.value_text(emulated)
+    choice = labels.precision_choice(result)
+    if choice is not None:
+        requested = choice.get("requested")
+        out["trainbench.precision"] = f"{choice['chosen']} (requested {requested}): {choice.get('reason')}"
     out.update(
         {
             "trainbench.system": result.system,

@@ -202,7 +202,9 @@ def log_report(
     return str(rid)
 
 
-def start_parent_run(experiment: str, run_name: str, params: dict[str, str], tracking_uri: str) -> str:
+def start_parent_run(
+    experiment: str, run_name: str, params: dict[str, str], tracking_uri: str, kind: str = "sweep"
+) -> str:
     """Create the RUNNING parent run of a sweep and return its id (issue 5).
 
     Its points are logged with ``log_result(..., parent_run_id=...)``; close it with
@@ -213,6 +215,7 @@ def start_parent_run(experiment: str, run_name: str, params: dict[str, str], tra
         run_name: display name, e.g. ``mnist-dataheavy-sweep-num_workers``.
         params: the sweep's definition (swept key, values, profile, other overrides).
         tracking_uri: the MLflow store.
+        kind: the ``trainbench.kind`` tag: ``sweep``, or ``ladder`` for ``trainbench ladder``'s parent.
 
     Raises:
         TrackingError: the store could not be reached or refused the run.
@@ -221,7 +224,7 @@ def start_parent_run(experiment: str, run_name: str, params: dict[str, str], tra
         try:
             client = MlflowClient(tracking_uri=tracking_uri)
             exp = experiment_id(client, experiment, tracking_uri)
-            run = client.create_run(exp, run_name=run_name, tags={"trainbench.kind": "sweep"})
+            run = client.create_run(exp, run_name=run_name, tags={"trainbench.kind": kind})
             rid = str(run.info.run_id)
             _log_params(client, rid, params)
         except Exception as exc:

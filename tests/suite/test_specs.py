@@ -37,7 +37,7 @@ def test_overrides_are_typed_and_sectioned() -> None:
     ("override", "message"),
     [
         ("batch_size=0", "batch_size: Input should be greater than or equal to 1"),
-        ("precision=fp16", "precision: Input should be 'fp32' or 'bf16'"),
+        ("precision=fp16", "precision: Input should be 'auto', 'fp32' or 'bf16'"),
         ("warmup_steps=-1", "warmup_steps: Input should be greater than or equal to 1"),
         ("measure_seconds=nan", "measure_seconds"),
         ("repeats=0", "repeats"),

@@ -108,7 +108,8 @@ def test_tunables_keep_a_run_closed_and_anything_else_makes_it_open(real_runs: R
     for tunable in ("num_workers=1", "intra_op_threads=2", "allocator=jemalloc", "compile=inductor", "kmp_blocktime=1"):
         config = resolve("resnet50-cpu", "official", [tunable], directory=d)
         assert division_for(config, rules, d) == "closed", tunable
-    for change in ("batch_size=4", "precision=fp32", "channels_last=false", "measure_steps=10", "image_size=96"):
+    # precision: auto's choice on the recorded hardware is closed (tests/suite/test_precision_auto.py)
+    for change in ("batch_size=4", "channels_last=false", "measure_steps=10", "image_size=96"):
         config = resolve("resnet50-cpu", "official", [change], directory=d)
         [dev] = closed_deviations(config, rules, d)
         assert division_for(config, rules, d) == "open" and dev.key.endswith(change.split("=")[0])

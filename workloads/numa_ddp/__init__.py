@@ -20,4 +20,4 @@ def _build(params: Any) -> Workload:
     return NumaDDP(params)
 
 
-ENTRY = WorkloadEntry(name="numa-ddp", params_model=NumaDDPParams, factory=_build)
+ENTRY = WorkloadEntry(name="numa-ddp", params_model=NumaDDPParams, factory=_build, cpu_precision=True)

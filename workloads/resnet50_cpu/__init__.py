@@ -19,4 +19,4 @@ def _build(params: Any) -> Workload:
     return ResNet50CPU(params)
 
 
-ENTRY = WorkloadEntry(name="resnet50-cpu", params_model=ResNet50CPUParams, factory=_build)
+ENTRY = WorkloadEntry(name="resnet50-cpu", params_model=ResNet50CPUParams, factory=_build, cpu_precision=True)

@@ -12,7 +12,9 @@ class ResNet50CPUParams(BaseModel):
 
     Attributes:
         batch_size: samples per optimizer step (the seed study used 128).
-        precision: ``fp32``, or ``bf16`` autocast (``torch.autocast("cpu", bfloat16)``).
+        precision: ``auto`` (bf16 where the CPU runs it natively, fp32 elsewhere: decided by the
+            rank on its own host, :mod:`workloads.cpu_precision`), ``fp32``, or ``bf16`` autocast
+            (``torch.autocast("cpu", bfloat16)``).
         channels_last: NHWC memory format for model and inputs.
         compile: ``off`` or ``inductor`` (``torch.compile`` of the model).
         intra_op_threads: ``torch.set_num_threads`` value; 0 keeps torch's default.
@@ -34,7 +36,7 @@ class ResNet50CPUParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     batch_size: int = Field(16, ge=1, le=4096)
-    precision: Literal["fp32", "bf16"] = "bf16"
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
     channels_last: bool = True
     compile: Literal["off", "inductor"] = "off"
     intra_op_threads: int = Field(0, ge=0, le=4096)

@@ -10,6 +10,7 @@ import torch
 import torchvision
 
 from workloads.checks import check_loss
+from workloads.cpu_precision import resolve_params
 from workloads.resnet50_cpu.data import SyntheticImages, cycle, imagefolder, make_loader
 from workloads.resnet50_cpu.evaluation import EvalSet, eval_split, evaluate
 from workloads.resnet50_cpu.params import ResNet50CPUParams
@@ -21,6 +22,8 @@ class ResNet50CPU:
     Implements :class:`harness.workload.Workload`. One ``step`` is zero_grad,
     forward (under bf16 autocast when asked), loss, backward and optimizer step
     on a batch of ``batch_size`` images of 3 x image_size x image_size.
+    ``precision=auto`` is decided on this host (:mod:`workloads.cpu_precision`) when the
+    caller has not decided it already.
 
     With ``eval_samples`` > 0, :meth:`evaluate` measures top-1 accuracy on the eval
     split of the data (the rank calls it after the measurement windows).
@@ -32,6 +35,8 @@ class ResNet50CPU:
     sync_each_step = True  # CPU work is synchronous: synchronize() costs nothing
 
     def __init__(self, params: ResNet50CPUParams) -> None:
+        if params.precision == "auto":  # the rank decides before building; a direct caller gets the same rule
+            params, _ = resolve_params(params)
         self.params = params
         torch.manual_seed(params.seed)
         if params.intra_op_threads > 0:
