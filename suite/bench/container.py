@@ -12,7 +12,6 @@ binding, torch build, Python build.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,7 +64,8 @@ class ContainerSettings:
 
 @dataclass(frozen=True)
 class RunPair:
-    """One pair of runs: throughputs in samples/s, the result files, the load average after it."""
+    """One pair of runs: throughputs in samples/s, the result files, and the CPU other processes
+    used during the more disturbed of the two measurement windows, in cores (each run's sampler)."""
 
     index: int
     docker_first: bool
@@ -73,7 +73,8 @@ class RunPair:
     docker: float
     local_result: str
     docker_result: str
-    load: float
+    others_cores: float
+    disturbed: bool
 
     @property
     def ratio(self) -> float:
@@ -195,6 +196,7 @@ def measure_container(
             raise ValueError("a complete run has a summary")  # execute raises RunError otherwise
         if i == 0:
             differences = environment_differences(local.environment, docker.environment)
+        usage = [r.utilization_summary for r in (local, docker) if r.utilization_summary is not None]
         pair = RunPair(
             i,
             docker_first,
@@ -202,12 +204,14 @@ def measure_container(
             docker.summary.throughput,
             str(outcomes["local"].result_path),
             str(outcomes["docker"].result_path),
-            os.getloadavg()[0],
+            max((u.others_cores or 0.0 for u in usage), default=0.0),
+            any(u.disturbed for u in usage),
         )
         pairs.append(pair)
         say(
             f"pair {i + 1}/{settings.pairs} ({'docker' if docker_first else 'local'} first): "
-            f"local {pair.local:.3f}  docker {pair.docker:.3f} samples/s  ratio {pair.ratio:.4f}  load {pair.load:.2f}"
+            f"local {pair.local:.3f}  docker {pair.docker:.3f} samples/s  ratio {pair.ratio:.4f}  "
+            f"others {pair.others_cores:.2f} cores" + ("  (disturbed)" if pair.disturbed else "")
         )
     return ContainerResult(settings, pairs, summarize_ratios([p.ratio for p in pairs]), differences)
 
@@ -223,9 +227,11 @@ def describe(result: ContainerResult) -> str:
         verdict = "[yellow]cannot decide whether it is within[/yellow]"
     else:
         verdict = "[red]not within[/red]"
+    disturbed = sum(p.disturbed for p in result.pairs)
     lines = [
         f"docker/local = {s.describe()} {verdict} [{GOAL[0]}, {GOAL[1]}] (the whole CI must be);",
         f"  range {s.minimum:.4f}-{s.maximum:.4f}, geometric mean {s.geometric_mean:.4f}; {s.method}",
+        f"  {disturbed} of {len(result.pairs)} pairs disturbed (a run's sampler flagged its measurement window)",
     ]
     if result.differences:
         lines.append("  what the two sides ran with differs in:")

@@ -67,14 +67,23 @@ class OverheadSettings:
 @dataclass(frozen=True)
 class BlockPair:
     """One pair of blocks. Throughputs in samples/s; ``bookkeeping_s`` is the harness's own
-    time per step (seconds) in the harness block; ``load`` the 1-minute load average after it."""
+    time per step (seconds) in the harness block; ``others_cores`` the CPU other processes used
+    during the busier of the two blocks, in cores (:mod:`harness.procstat`; above
+    :data:`harness.utilization.OTHERS_CORES_THRESHOLD` the pair was disturbed)."""
 
     index: int
     harness_first: bool
     bare: float
     harness: float
     bookkeeping_s: float
-    load: float
+    others_cores: float
+
+    @property
+    def disturbed(self) -> bool:
+        """Other processes used more than the harness's interference threshold during the pair."""
+        from harness.utilization import OTHERS_CORES_THRESHOLD
+
+        return self.others_cores > OTHERS_CORES_THRESHOLD
 
     @property
     def ratio(self) -> float:
@@ -106,7 +115,7 @@ class OverheadResult:
             "settings": asdict(self.settings),
             "precision": self.precision,
             "precision_reason": self.precision_reason,
-            "pairs": [{**asdict(p), "ratio": p.ratio} for p in self.pairs],
+            "pairs": [{**asdict(p), "ratio": p.ratio, "disturbed": p.disturbed} for p in self.pairs],
             "summary": self.summary.to_dict() if self.summary else None,
             "bookkeeping_us_per_step": self.bookkeeping_us,
             "step_s": self.step_s,
@@ -161,6 +170,20 @@ def _harness_block(workload: Any, steps: int, interval_s: float, log_path: Path)
     return window.samples / window.seconds, (window.seconds - inside) / len(measured), window.seconds / len(measured)
 
 
+def _others_cores(block: Callable[[], Any]) -> tuple[Any, float]:
+    """``(block(), cores other processes kept busy meanwhile)``, from /proc/stat and this process tree."""
+    from harness.procstat import Reader
+
+    reader = Reader(os.getpid())
+    reader.read()
+    t0 = time.perf_counter()
+    out = block()
+    reading = reader.read()
+    elapsed = time.perf_counter() - t0
+    others_s = reading.get("others_s") if reading else None
+    return out, (others_s / elapsed if isinstance(others_s, int | float) and elapsed > 0 else 0.0)
+
+
 def measure_overhead(settings: OverheadSettings, say: Callable[[str], None]) -> OverheadResult:
     """Run the interleaved benchmark (see the module docstring); ``say`` gets one line per pair.
 
@@ -190,25 +213,29 @@ def measure_overhead(settings: OverheadSettings, say: Callable[[str], None]) -> 
     step_times: list[float] = []
     with tempfile.TemporaryDirectory(prefix="trainbench-overhead-") as tmp:
         log_path = Path(tmp) / "progress.jsonl"
+
+        def bare_side() -> float:
+            return _bare_block(workload, settings.block_steps, bf16, True)
+
+        def harness_side() -> tuple[float, float, float]:
+            return _harness_block(workload, settings.block_steps, settings.sampler_interval_s, log_path)
+
         for i in range(settings.pairs):
             harness_first = i % 2 == 1
             if harness_first:
-                harness, keeping, step_s = _harness_block(
-                    workload, settings.block_steps, settings.sampler_interval_s, log_path
-                )
-                bare = _bare_block(workload, settings.block_steps, bf16, True)
+                (harness, keeping, step_s), others_h = _others_cores(harness_side)
+                bare, others_b = _others_cores(bare_side)
             else:
-                bare = _bare_block(workload, settings.block_steps, bf16, True)
-                harness, keeping, step_s = _harness_block(
-                    workload, settings.block_steps, settings.sampler_interval_s, log_path
-                )
+                bare, others_b = _others_cores(bare_side)
+                (harness, keeping, step_s), others_h = _others_cores(harness_side)
             step_times.append(step_s)
-            pair = BlockPair(i, harness_first, bare, harness, keeping, os.getloadavg()[0])
+            pair = BlockPair(i, harness_first, bare, harness, keeping, max(others_b, others_h))
             pairs.append(pair)
             say(
                 f"pair {i + 1}/{settings.pairs} ({'harness' if harness_first else 'bare'} first): "
                 f"bare {bare:.3f}  harness {harness:.3f} samples/s  ratio {pair.ratio:.4f}  "
-                f"bookkeeping {keeping * 1e6:.0f} us/step  load {pair.load:.2f}"
+                f"bookkeeping {keeping * 1e6:.0f} us/step  others {pair.others_cores:.2f} cores"
+                + ("  (disturbed)" if pair.disturbed else "")
             )
     return OverheadResult(
         settings=settings,
@@ -231,9 +258,11 @@ def describe(result: OverheadResult) -> str:
         if result.meets_goal
         else ("[yellow]cannot decide[/yellow]" if s.low is None else "[red]misses[/red]")
     )
+    disturbed = sum(p.disturbed for p in result.pairs)
     lines = [
         f"harness/bare = {s.describe()} {verdict} the goal (median >= {GOAL_MEDIAN}, CI lower bound >= {GOAL_LOW});",
         f"  range {s.minimum:.4f}-{s.maximum:.4f}, geometric mean {s.geometric_mean:.4f}; {s.method}",
+        f"  {disturbed} of {len(result.pairs)} pairs disturbed (other processes busy on > 0.2 cores during a block)",
     ]
     if result.bookkeeping_us is not None and result.step_s:
         lines.append(

@@ -84,7 +84,8 @@ def test_overhead_benchmark_runs_the_real_harness_and_bare_loop() -> None:
     assert result.summary is not None and result.summary.low is None and not result.meets_goal
     doc = json.loads(json.dumps(result.to_dict()))
     assert doc["pairs"][1]["ratio"] == pytest.approx(result.pairs[1].harness / result.pairs[1].bare)
-    assert len(lines) == 3 and "pair 2/2 (harness first)" in lines[-1]
+    assert len(lines) == 3 and "pair 2/2 (harness first)" in lines[-1] and "cores" in lines[-1]
+    assert all(p.others_cores >= 0 for p in result.pairs)
 
 
 def test_bench_refuses_an_unknown_part(tmp_path: Path) -> None:
