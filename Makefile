@@ -1,5 +1,5 @@
-# trainbench: the entry points. `make run` and `make test` create the virtual
-# environment on first use (and again when pyproject.toml changes).
+# trainbench: the entry points. Each creates the virtual environment on first use and
+# installs what it needs (again when pyproject.toml changes): see the install levels below.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -19,26 +19,53 @@ MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export MLFLOW_TRACKING_URI
 
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.trainbench-installed
 
-.PHONY: run test ui lint bench venv clean schema images base-image lock
+# Install levels: each target installs only what it needs into $(VENV), and a later target
+# adds the rest (torch is installed once). core: `make validate` (no torch, TensorFlow or MLflow);
+# report: + matplotlib, MLflow; run: the main job (+ torch, torchvision, the Docker SDK);
+# dev: `make test`/`make lint` (+ TensorFlow, mlperf-logging, pytest, ruff, mypy...).
+# A level's stamp also marks the levels below it as installed. Each install prints its time.
+STAMP_CORE := $(VENV)/.trainbench-core
+STAMP_REPORT := $(VENV)/.trainbench-report
+STAMP_RUN := $(VENV)/.trainbench-run
+STAMP_DEV := $(VENV)/.trainbench-dev
+STAMP := $(STAMP_DEV)
+REPORT_SPEC := .[plots,tracking]
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	@touch $(STAMP)
+# $(call install,SPEC,STAMPS,WHAT): pip install -e SPEC into $(VENV), touch STAMPS, print the time.
+define install
+@start=$$(date +%s); set -e; \
+	if [ ! -x $(BIN)/python ]; then \
+		$(PYTHON) -m venv $(VENV); \
+		$(BIN)/python -m pip install --quiet --upgrade pip; \
+	fi; \
+	$(BIN)/python -m pip install --quiet -e '$(1)'; \
+	touch $(2); \
+	echo "set-up: $(3) ('$(1)') installed into $(VENV) in $$(( $$(date +%s) - start )) s"
+endef
 
-venv: $(STAMP)
+$(STAMP_CORE): pyproject.toml
+	$(call install,.,$(STAMP_CORE),the core for validation)
 
-run: $(STAMP)
+$(STAMP_REPORT): pyproject.toml
+	$(call install,$(REPORT_SPEC),$(STAMP_CORE) $(STAMP_REPORT),the report tools)
+
+$(STAMP_RUN): pyproject.toml
+	$(call install,.[run],$(STAMP_CORE) $(STAMP_REPORT) $(STAMP_RUN),the main job)
+
+$(STAMP_DEV): pyproject.toml
+	$(call install,.[dev],$(STAMP_CORE) $(STAMP_REPORT) $(STAMP_RUN) $(STAMP_DEV),the tests and tools)
+
+venv: $(STAMP_DEV)
+
+run: $(STAMP_RUN)
 	$(BIN)/trainbench run $(WORKLOAD) $(if $(PROFILE),--profile $(PROFILE)) --runtime $(RUNTIME) $(ARGS)
 
-images: $(STAMP)
+images: $(STAMP_RUN)
 	$(BIN)/trainbench images build $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) \
 		$(if $(CA_BUNDLE),--ca-bundle $(CA_BUNDLE)) $(IMAGES)
 
-base-image: $(STAMP)
+base-image: $(STAMP_RUN)
 	$(BIN)/trainbench images base
 
 lock: $(STAMP)
@@ -47,7 +74,7 @@ lock: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
 
-ui: $(STAMP)
+ui: $(STAMP_REPORT)
 	$(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) --host $(UI_HOST) --port $(UI_PORT)
 
 lint: $(STAMP)
@@ -55,7 +82,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(STAMP_RUN)
 	$(BIN)/trainbench bench $(ARGS)
 
 # Issue 5: input-bound training with 0/1/2 loader workers, and preprocessing offloaded to a
@@ -69,14 +96,14 @@ bench-mnist: $(STAMP)
 # samples per dollar (rich table, Markdown, PNG chart, MLflow run).
 .PHONY: validate report
 VALIDATE_ARGS ?=
-validate: $(STAMP)
+validate: $(STAMP_CORE)
 	$(BIN)/trainbench validate submissions --json results/validation/report.json \
 		--markdown results/validation/report.md $(VALIDATE_ARGS)
 
-report: $(STAMP)
+report: $(STAMP_REPORT)
 	$(BIN)/trainbench report submissions --output-dir results/report $(ARGS)
 
-schema: $(STAMP)
+schema: $(STAMP_CORE)
 	$(BIN)/trainbench schema --write
 
 clean:
@@ -88,14 +115,14 @@ clean:
 .PHONY: slurm-image slurm-up slurm-down slurm-status
 SLURM_NODES ?= 2
 SLURM_SHARED ?= $(CURDIR)/results
-slurm-image: $(STAMP)
+slurm-image: $(STAMP_RUN)
 	$(BIN)/trainbench slurm image
 
-slurm-up: $(STAMP)
+slurm-up: $(STAMP_RUN)
 	$(BIN)/trainbench slurm up --nodes $(SLURM_NODES) $(foreach d,$(SLURM_SHARED),--shared $(d))
 
-slurm-down: $(STAMP)
+slurm-down: $(STAMP_RUN)
 	$(BIN)/trainbench slurm down
 
-slurm-status: $(STAMP)
+slurm-status: $(STAMP_RUN)
 	$(BIN)/trainbench slurm status

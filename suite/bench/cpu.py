@@ -1,11 +1,12 @@
-"""``make bench``: benchmarks that print figures (not tests).
+"""``make bench``: the developers' benchmarks that print figures (not tests).
 
-1. Harness overhead. In one process, the harness and a bare loop (the seed study's
-   loop: enumerate a DataLoader, zero_grad, forward, loss, backward, step, timed
-   with perf_counter) alternate over the same model configuration, batch,
-   precision, data and step count. Printed: harness throughput / bare throughput
-   per pair and their median (target >= 0.99).
-2. The CPU optimization ladder on this machine (fp32, bf16, bf16+channels_last,
+1. Harness overhead: blocks of bare-loop and harness steps interleaved in one process
+   (:mod:`suite.bench.overhead`); harness/bare with its 95% CI and the harness's
+   bookkeeping time per step. Goal: median >= 0.995, CI lower bound >= 0.99.
+2. Local and container: pairs of whole runs on the host and in the workload's image
+   (:mod:`suite.bench.container`); docker/local with its 95% CI and what the two sides
+   ran with. Goal: within [0.98, 1.02].
+3. The CPU optimization ladder on this machine (fp32, bf16, bf16+channels_last,
    +torch.compile, +jemalloc), each run through the real `trainbench run` path,
    printed beside the seed study's c7i.2xlarge table and the bare-loop figures
    measured on this project's 2-vCPU Zen 4 machine (shared/CONTEXT.md).
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import statistics
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from suite.bench.container import ContainerSettings, measure_container
+from suite.bench.container import describe as describe_container
+from suite.bench.overhead import OverheadSettings, measure_overhead
+from suite.bench.overhead import describe as describe_overhead
+from suite.console import warn
+from suite.containers.errors import ContainerError
 from suite.run.execute import execute
 from suite.run.options import RunError, RunOptions
 from suite.specs import resolve
@@ -54,82 +61,6 @@ LADDER: list[tuple[str, list[str]]] = [
     ("+compile", ["precision=bf16", "channels_last=true", "compile=inductor"]),
     ("+jemalloc", ["precision=bf16", "channels_last=true", "compile=inductor", "allocator=jemalloc"]),
 ]
-
-
-@dataclass
-class OverheadPair:
-    """One side-by-side pair: throughputs in samples/s."""
-
-    bare: float
-    harness: float
-
-    @property
-    def ratio(self) -> float:
-        """harness / bare."""
-        return self.harness / self.bare
-
-
-def _bare_loop(
-    model: Any, optimizer: Any, criterion: Any, loader: Any, steps: int, skip: int, bf16: bool, channels_last: bool
-) -> float:
-    """The seed study's loop: samples/s over steps after the first ``skip``."""
-    import torch
-
-    total = 0.0
-    count = 0
-    t0 = time.perf_counter()
-    for idx, (data, target) in enumerate(loader):
-        if channels_last:
-            data = data.contiguous(memory_format=torch.channels_last)
-        optimizer.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = criterion(model(data), target)
-        loss.backward()
-        optimizer.step()
-        batch_time = time.perf_counter() - t0
-        if idx >= skip:
-            total += batch_time
-            count += 1
-        if count == steps:
-            break
-        t0 = time.perf_counter()
-    return float(count * loader.batch_size / total)
-
-
-def overhead(pairs: int, steps: int, batch_size: int, console: Console) -> list[OverheadPair]:
-    """Alternate bare loop and harness ``pairs`` times; see the module docstring."""
-    import torch
-    import torchvision
-
-    from harness.loop import run_plan
-    from harness.sampler import UtilizationSampler
-    from harness.stats import summarize
-    from harness.windows import RunPlan, Window
-    from workloads.resnet50_cpu.data import SyntheticImages, make_loader
-    from workloads.resnet50_cpu.params import ResNet50CPUParams
-    from workloads.resnet50_cpu.workload import ResNet50CPU
-
-    params = ResNet50CPUParams(batch_size=batch_size, precision="bf16", channels_last=True)
-    workload = ResNet50CPU(params)
-    torch.manual_seed(0)
-    model = torchvision.models.resnet50().to(memory_format=torch.channels_last).train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=params.lr)
-    criterion = torch.nn.CrossEntropyLoss()
-    loader = make_loader(SyntheticImages(224, 1000), batch_size, 0, False, 0)
-    skip = 2
-    plan = RunPlan(Window(skip, 0.0), Window(steps, 0.0))
-    out: list[OverheadPair] = []
-    for i in range(pairs):
-        bare = _bare_loop(model, optimizer, criterion, loader, steps, skip, True, True)
-        origin = time.perf_counter()
-        with UtilizationSampler(0.5, origin=origin):
-            m = run_plan(workload, plan, origin=origin)
-        harness = summarize(m.steps, m.windows).throughput
-        out.append(OverheadPair(bare, harness))
-        console.print(
-            f"pair {i + 1}/{pairs}: bare {bare:.3f}  harness {harness:.3f} samples/s  ratio {harness / bare:.4f}"
-        )
-    return out
 
 
 def ladder(batch_size: int, steps: int, output_dir: Path, console: Console) -> dict[str, float | None]:
@@ -169,65 +100,114 @@ def _x(v: float | None, base: float | None) -> str:
     return "-" if v is None or not base else f"{v / base:.2f}x"
 
 
-def report(pairs: list[OverheadPair], figures: dict[str, float | None], batch_size: int, console: Console) -> None:
-    """Print the overhead ratio and the ladder table."""
-    if pairs:
-        ratios = [p.ratio for p in pairs]
-        med = statistics.median(ratios)
-        verdict = "[green]meets[/green]" if med >= 0.99 else "[red]misses[/red]"
-        console.print(
-            f"\nHarness overhead: harness/bare = {med:.4f} (median of {len(pairs)} pairs; "
-            f"range {min(ratios):.4f}-{max(ratios):.4f}) {verdict} the >= 0.99 target"
+def ladder_table(figures: dict[str, float | None], batch_size: int, console: Console) -> None:
+    """Print the ladder table beside the seed study's and the bare-loop figures."""
+    t = Table(title=f"ResNet-50 CPU ladder (cumulative), batch {batch_size} here vs the seed study (batch 128)")
+    for col in (
+        "rung",
+        "here, harness",
+        "x fp32",
+        "here, bare loop (CONTEXT)",
+        "x fp32",
+        "c7i.2xlarge (seed)",
+        "x fp32",
+    ):
+        t.add_column(col, justify="right" if col != "rung" else "left")
+    for name, _ in LADDER:
+        v = figures.get(name)
+        t.add_row(
+            name,
+            "-" if v is None else f"{v:.2f}",
+            _x(v, figures.get("fp32")),
+            "-" if BARE_HERE[name] is None else f"{BARE_HERE[name]:.2f}",
+            _x(BARE_HERE[name], 4.31),
+            "-" if SEED_C7I[name] is None else f"{SEED_C7I[name]:.2f}",
+            _x(SEED_C7I[name], 9.12),
         )
-    if figures:
-        t = Table(title=f"ResNet-50 CPU ladder (cumulative), batch {batch_size} here vs the seed study (batch 128)")
-        for col in (
-            "rung",
-            "here, harness",
-            "x fp32",
-            "here, bare loop (CONTEXT)",
-            "x fp32",
-            "c7i.2xlarge (seed)",
-            "x fp32",
-        ):
-            t.add_column(col, justify="right" if col != "rung" else "left")
-        for name, _ in LADDER:
-            v = figures.get(name)
-            t.add_row(
-                name,
-                "-" if v is None else f"{v:.2f}",
-                _x(v, figures.get("fp32")),
-                "-" if BARE_HERE[name] is None else f"{BARE_HERE[name]:.2f}",
-                _x(BARE_HERE[name], 4.31),
-                "-" if SEED_C7I[name] is None else f"{SEED_C7I[name]:.2f}",
-                _x(SEED_C7I[name], 9.12),
-            )
-        console.print(t)
-        console.print(
-            "seed '+jemalloc' cell is the study's run_cpu rung (tcmalloc + Intel OpenMP); its compile "
-            "rung was measured without channels_last only (+~27%)."
-        )
+    console.print(t)
+    console.print(
+        "seed '+jemalloc' cell is the study's run_cpu rung (tcmalloc + Intel OpenMP); its compile "
+        "rung was measured without channels_last only (+~27%)."
+    )
 
 
-def main(part: str, pairs: int, steps: int, batch_size: int, output_dir: Path) -> dict[str, Any]:
-    """Run the requested parts, print the figures and write them to ``output_dir/bench.json``."""
-    console = Console()
-    over: list[OverheadPair] = []
-    figures: dict[str, float | None] = {}
-    if part in ("overhead", "all"):
-        console.rule("harness overhead (harness and bare loop alternate, one process)")
-        over = overhead(pairs, steps, batch_size, console)
-    if part in ("ladder", "all"):
-        console.rule("CPU optimization ladder (each rung through `trainbench run`)")
-        figures = ladder(batch_size, steps, output_dir, console)
-    report(over, figures, batch_size, console)
-    doc = {
-        "batch_size": batch_size,
-        "steps": steps,
-        "overhead_pairs": [{"bare": p.bare, "harness": p.harness, "ratio": p.ratio} for p in over],
-        "ladder": figures,
+QUIET_LOAD = 1.5
+"""A 1-minute load average at or above this on the machine makes the figures noise (2-vCPU machines)."""
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """What ``trainbench bench`` runs: the parts, and each part's settings."""
+
+    parts: tuple[str, ...]
+    overhead: OverheadSettings
+    container: ContainerSettings
+    ladder_steps: int = 10
+
+
+def _machine() -> dict[str, Any]:
+    """The CPU, its matrix flags and the load average: printed and stored beside every figure."""
+    from harness.system import read_isa
+
+    isa = read_isa()
+    return {
+        "cpu": isa.model,
+        "flags": sorted(k for k, v in isa.features.items() if v),
+        "logical_cores": os.cpu_count(),
+        "load_average": list(os.getloadavg()),
     }
+
+
+def main(settings: BenchSettings, output_dir: Path) -> dict[str, Any]:
+    """Run the requested parts, print the figures and write them to ``output_dir/bench.json``.
+
+    Raises:
+        suite.run.options.RunError: a run of the docker/local or ladder part failed.
+    """
+    console = Console()
+    machine = _machine()
+    console.print(
+        f"CPU: {escape(str(machine['cpu']))}, {machine['logical_cores']} logical cores, flags "
+        f"{', '.join(machine['flags'])}; load average {machine['load_average'][0]:.2f}"
+    )
+    if machine["load_average"][0] >= QUIET_LOAD:
+        warn(
+            f"the load average is {machine['load_average'][0]:.2f}: figures taken under load are noise "
+            f"(aim for < {QUIET_LOAD})"
+        )
+    doc: dict[str, Any] = {"machine": machine}
+    verdicts: list[str] = []
+
+    def say(line: str) -> None:
+        console.print(escape(line))
+
+    if "overhead" in settings.parts:
+        console.rule("harness overhead (bare and harness blocks interleaved in one process)")
+        over = measure_overhead(settings.overhead, say)
+        doc["overhead"] = over.to_dict()
+        verdicts.append(describe_overhead(over))
+    if "docker" in settings.parts:
+        console.rule("local and container (pairs of whole runs, same config)")
+        try:
+            cont = measure_container(settings.container, output_dir / "container", say, warn)
+        except ContainerError as exc:
+            doc["container"] = {"skipped": str(exc)}
+            verdicts.append(f"docker/local: skipped: {escape(str(exc))}")
+        else:
+            doc["container"] = cont.to_dict()
+            verdicts.append(describe_container(cont))
+    if "ladder" in settings.parts:
+        console.rule("CPU optimization ladder (each rung through `trainbench run`)")
+        figures = ladder(settings.overhead.batch_size, settings.ladder_steps, output_dir, console)
+        doc["ladder"] = figures
+        ladder_table(figures, settings.overhead.batch_size, console)
+    doc["load_average_after"] = list(os.getloadavg())
+    console.rule("figures")
+    for line in verdicts:
+        console.print(line)
+    console.print(f"load average before {machine['load_average'][0]:.2f}, after {doc['load_average_after'][0]:.2f}")
     output_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(OSError):
         (output_dir / "bench.json").write_text(json.dumps(doc, indent=1))
+        console.print(f"figures: {output_dir / 'bench.json'}")
     return doc

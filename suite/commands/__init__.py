@@ -8,7 +8,9 @@ and the start of the command line, never silently).
 Errors are mapped to exit statuses in one place, :meth:`TrainbenchGroup.invoke`: a
 :class:`suite.errors.TrainbenchError` raised by any command prints ``error: <message>``
 on stderr and exits with the error's ``exit_code`` (1 failed, 2 bad input, 3 tracking
-failed, 130 interrupted). Commands raise; they never pick an exit status themselves.
+failed, 130 interrupted). Commands raise; they never pick an exit status themselves. A
+library of an optional part of the install that is missing (torch, MLflow, Docker, ...)
+becomes :class:`suite.extras.MissingExtra` there too: exit 2 and the extra to install.
 
 The area modules import their heavy dependencies (torch, MLflow, Docker, matplotlib)
 inside the commands, so ``trainbench`` starts fast, and ``trainbench rank`` runs in an
@@ -25,6 +27,7 @@ import click
 from suite import __version__
 from suite.console import error
 from suite.errors import TrainbenchError
+from suite.extras import missing_extra
 
 AREAS = (
     "run",  # run, rank (hidden), sync
@@ -47,12 +50,19 @@ class TrainbenchGroup(click.Group):
     """The top-level group: maps a :class:`TrainbenchError` to its message and exit status."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the chosen command; a :class:`TrainbenchError` becomes ``error: ...`` and its exit code."""
+        """Run the chosen command; a :class:`TrainbenchError` becomes ``error: ...`` and its exit code,
+        and so does a missing optional library (:func:`suite.extras.missing_extra`, exit 2)."""
         try:
             return super().invoke(ctx)
         except TrainbenchError as exc:
             error(str(exc))
             ctx.exit(exc.exit_code)
+        except ModuleNotFoundError as exc:
+            missing = missing_extra(exc, f"trainbench {ctx.invoked_subcommand or ''}".strip())
+            if missing is None:
+                raise
+            error(str(missing))
+            ctx.exit(missing.exit_code)
 
 
 @click.group(cls=TrainbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})

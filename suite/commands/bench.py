@@ -10,22 +10,59 @@ import click
 from suite.commands.options import Runtime, runtime_options, runtime_wrapper
 from suite.console import console, stop_on_sigterm
 from suite.errors import BadInput, Interrupted, RunFailed
+from suite.extras import require
 from suite.specs import resolve
 
 
 @click.command()
-@click.argument("part", type=click.Choice(["all", "overhead", "ladder"]), default="all")
-@click.option("--pairs", default=3, show_default=True, help="Bare/harness pairs for the overhead benchmark.")
-@click.option("--steps", default=10, show_default=True, help="Measured steps per leg or rung.")
-@click.option("--batch-size", default=16, show_default=True, help="Batch size (CONTEXT.md's bare-loop figures: 16).")
+@click.argument("parts", nargs=-1, type=click.Choice(["all", "overhead", "docker", "ladder"]))
+@click.option("--pairs", type=click.IntRange(1, 10_000), default=30, show_default=True,
+              help="Overhead: pairs of bare and harness blocks (>= 6 bound a 95% CI).")  # fmt: skip
+@click.option("--block-steps", type=click.IntRange(1, 10_000), default=3, show_default=True,
+              help="Overhead: timed steps per block.")  # fmt: skip
+@click.option("--docker-pairs", type=click.IntRange(1, 1_000), default=8, show_default=True,
+              help="Docker/local: pairs of whole runs (>= 6 bound a 95% CI).")  # fmt: skip
+@click.option("--steps", type=click.IntRange(2, 100_000), default=8, show_default=True,
+              help="Docker/local: measured steps per run; ladder: per rung.")  # fmt: skip
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=16, show_default=True,
+              help="Batch size (CONTEXT.md's bare-loop figures: 16).")  # fmt: skip
+@click.option("--image-size", type=click.IntRange(32, 1024), default=224, show_default=True,
+              help="Overhead and docker/local: input size in pixels.")  # fmt: skip
+@click.option("--image", metavar="IMAGE", help="Docker/local: the image [default: the workload's, trainbench-cpu].")
 @click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results/bench"), show_default=True)
-def bench(part: str, pairs: int, steps: int, batch_size: int, output_dir: Path) -> None:
-    """Benchmarks that print figures: harness overhead and the CPU optimization ladder."""
+def bench(
+    parts: tuple[str, ...],
+    pairs: int,
+    block_steps: int,
+    docker_pairs: int,
+    steps: int,
+    batch_size: int,
+    image_size: int,
+    image: str | None,
+    output_dir: Path,
+) -> None:
+    """The developers' benchmarks: PARTS of overhead (harness vs a bare loop), docker (container
+    vs local) and ladder (the CPU optimization ladder); default: overhead and docker."""
+    require("train", "trainbench bench")
+    from suite.bench.container import ContainerSettings
+    from suite.bench.cpu import BenchSettings
     from suite.bench.cpu import main as bench_main
+    from suite.bench.overhead import OverheadSettings
 
-    if pairs < 1 or steps < 2 or batch_size < 1:
-        raise BadInput("--pairs must be >= 1, --steps >= 2 and --batch-size >= 1")
-    bench_main(part, pairs, steps, batch_size, output_dir.resolve())
+    chosen = ("overhead", "docker") if not parts else ("overhead", "docker", "ladder") if "all" in parts else parts
+    settings = BenchSettings(
+        parts=tuple(chosen),
+        overhead=OverheadSettings(pairs=pairs, block_steps=block_steps, batch_size=batch_size, image_size=image_size),
+        container=ContainerSettings(
+            pairs=docker_pairs, batch_size=batch_size, image_size=image_size, measure_steps=steps, image=image
+        ),
+        ladder_steps=steps,
+    )
+    stop_on_sigterm()
+    try:
+        bench_main(settings, output_dir.resolve())
+    except KeyboardInterrupt:
+        raise Interrupted("bench interrupted; the runs finished so far are in --output-dir") from None
 
 
 @click.command("bench-gpu")

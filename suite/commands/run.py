@@ -12,9 +12,10 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from suite.commands.options import Runtime, runtime_options, runtime_wrapper
+from suite.commands.options import LocalRuntime, Runtime, runtime_options, runtime_wrapper
 from suite.console import console, stop_on_sigterm
 from suite.errors import BadInput, Interrupted, RunFailed, TrackingFailed
+from suite.extras import require
 from suite.run.options import ResultElsewhere, RunOptions
 from suite.specs import RunConfig, resolve
 
@@ -79,17 +80,30 @@ def run(
 ) -> None:
     """Run WORKLOAD (or the run config of --config FILE) through the harness, write its result JSON
     and log it to MLflow."""
-    from suite.run.execute import execute
-    from suite.run.progress import LiveProgress, summary_table
     from suite.run.sweep import first_point
-    from suite.tracking import default_tracking_uri
 
     started = _command_start()
     workload, profile, overrides = _from_config_file(workload, config_file, profile, overrides)
     # with --sweep, the first point stands for all (each is resolved again by the sweep)
     config = resolve(workload, profile, [*overrides, *first_point(sweep)])
+    # the optional parts of the install this run needs, checked before anything starts
+    if isinstance(runtime, LocalRuntime):  # the rank runs here: its framework must be installed here
+        require("offload" if config.image.split(":")[0] == "trainbench-tf" else "train", "trainbench run")
+    else:
+        require("containers", "trainbench run --runtime docker")
+    require("plots", "trainbench run (its timeline plot)")
+    if not no_tracking:
+        require("tracking", "trainbench run without --no-tracking")
+    from suite.run.execute import execute
+    from suite.run.progress import LiveProgress, summary_table
+
     wrap = runtime_wrapper(runtime, config)  # docker: engine and image checked now
-    uri = None if no_tracking else (tracking_uri or default_tracking_uri())
+    if no_tracking:
+        uri = None
+    else:
+        from suite.tracking import default_tracking_uri
+
+        uri = tracking_uri or default_tracking_uri()
     opts = RunOptions(
         output_dir=output_dir.resolve(),
         tracking_uri=uri,

@@ -8,6 +8,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from suite.containers.errors import ContainerError
 
@@ -18,9 +19,10 @@ LOCK_PLATFORM = "x86_64-unknown-linux-gnu"
 DEFAULT_INDEX_URL = "https://pypi.org/simple"
 """Index the locks are resolved against; the hashes pin the files whatever index serves them."""
 INPUTS_MARKER = "# inputs-sha256: "
-IMAGE_EXTRAS = ("offload",)
-"""pyproject extras the images install too: ``offload`` (tf.data service) is a mode of the
-MNIST workload, which runs in trainbench-cpu."""
+IMAGE_EXTRAS = ("run", "offload")
+"""pyproject extras the images install besides the core: ``run`` (the main job: torch, MLflow,
+the Docker SDK), and ``offload`` (tf.data service), a mode of the MNIST workload, which runs in
+trainbench-cpu."""
 
 
 class LockError(ContainerError):
@@ -46,6 +48,39 @@ class LockDef:
     description: str
 
 
+def _read_pyproject(root: Path) -> dict[str, Any]:
+    path = root / "pyproject.toml"
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise LockError(f"cannot read {path}: {exc}") from exc
+
+
+def project_requirements(doc: dict[str, Any], extras: tuple[str, ...]) -> list[str]:
+    """``[project].dependencies`` then the lines of each of ``extras``, with the extras an extra
+    names (``trainbench[plots]``) expanded in place; each line once, in that order."""
+    project = doc.get("project", {})
+    optional: dict[str, list[str]] = project.get("optional-dependencies", {})
+    out: list[str] = list(project.get("dependencies", []))
+    seen: set[str] = set()
+
+    def add(extra: str) -> None:
+        if extra in seen:
+            return
+        seen.add(extra)
+        for line in optional.get(extra, []):
+            m = re.fullmatch(r"\s*trainbench\[([^\]]*)\]\s*", line)
+            if m:
+                for inner in m.group(1).split(","):
+                    add(inner.strip())
+            elif line not in out:
+                out.append(line)
+
+    for extra in extras:
+        add(extra)
+    return out
+
+
 def pyproject_requirements(root: Path) -> list[str]:
     """``[project].dependencies``, the :data:`IMAGE_EXTRAS` that exist, and
     ``[build-system].requires`` of ``root/pyproject.toml``.
@@ -56,17 +91,9 @@ def pyproject_requirements(root: Path) -> list[str]:
     Raises:
         LockError: pyproject.toml is missing or unreadable.
     """
-    path = root / "pyproject.toml"
-    try:
-        doc = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise LockError(f"cannot read {path}: {exc}") from exc
-    project = doc.get("project", {})
-    deps = list(project.get("dependencies", []))
-    for extra in IMAGE_EXTRAS:
-        deps += [r for r in project.get("optional-dependencies", {}).get(extra, []) if not r.startswith("trainbench")]
+    doc = _read_pyproject(root)
     build = list(doc.get("build-system", {}).get("requires", []))
-    return [*deps, *build]
+    return [*project_requirements(doc, IMAGE_EXTRAS), *build]
 
 
 def requirements_file(relative: str) -> Callable[[Path], list[str]]:
@@ -99,7 +126,7 @@ TF_IMAGE_DEPENDENCIES = (
     "py-cpuinfo",
     "nvidia-ml-py",
 )
-"""pyproject dependencies the TensorFlow image installs (normalized names): what the rank path
+"""pyproject dependencies (core or extras) the TensorFlow image installs (normalized names): what the rank path
 (``python -m workloads.rank``: harness, registry, params models) and the ``trainbench`` entrypoint
 import at start-up. Left out on purpose: torch, torchvision, MLflow, docker, requests (the image
 trains with TensorFlow; results and MLflow are written on the host)."""
@@ -120,15 +147,15 @@ def tf_image_requirements(root: Path) -> list[str]:
         LockError: pyproject.toml or requirements.in is unreadable, or pyproject.toml lacks one
             of the listed dependencies (so a rename there cannot silently drop it from the image).
     """
-    path = root / "pyproject.toml"
-    try:
-        doc = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise LockError(f"cannot read {path}: {exc}") from exc
-    deps = [d for d in doc.get("project", {}).get("dependencies", []) if _requirement_name(d) in TF_IMAGE_DEPENDENCIES]
+    doc = _read_pyproject(root)
+    extras = tuple(doc.get("project", {}).get("optional-dependencies", {}))
+    deps = [d for d in project_requirements(doc, extras) if _requirement_name(d) in TF_IMAGE_DEPENDENCIES]
     missing = sorted(set(TF_IMAGE_DEPENDENCIES) - {_requirement_name(d) for d in deps})
     if missing:
-        raise LockError(f"{path}: the TensorFlow image's dependencies {missing} are not in [project].dependencies")
+        raise LockError(
+            f"{root / 'pyproject.toml'}: the TensorFlow image's dependencies {missing} are in neither "
+            "[project].dependencies nor an extra"
+        )
     build = list(doc.get("build-system", {}).get("requires", []))
     return [*deps, *build, *requirements_file("containers/tf/requirements.in")(root)]
 
@@ -139,7 +166,7 @@ LOCKS: dict[str, LockDef] = {
         "containers/requirements.lock",
         pyproject_requirements,
         None,
-        "pyproject.toml's dependencies, its offload extra and its build backend (every image)",
+        "pyproject.toml's dependencies, its run and offload extras and its build backend (every image)",
     ),
     "gpu": LockDef(
         "gpu",
