@@ -154,35 +154,44 @@ def log_report(
     params: dict[str, str],
     tracking_uri: str,
     experiment: str = REPORT_EXPERIMENT,
+    description: str | None = None,
 ) -> str:
     """Record one ``trainbench report`` as an MLflow run and return its run id.
 
     Args:
         artifacts: files to attach (the Markdown and JSON reports, the PNG chart).
-        metrics: metric name -> value (samples/s and samples per dollar per system).
+        metrics: metric name -> value (samples/s and samples per dollar per system), keys as
+            :func:`suite.validation.ranking.mlflow_metrics` writes them (letters, digits,
+            ``_ - . / space``: what MLflow accepts).
         params: what the report was made from (submissions path, bands file).
         tracking_uri: the MLflow store.
         experiment: experiment name (created beside a SQLite store if missing).
+        description: the run page's description (Markdown, already escaped): the recommendations.
 
     Raises:
-        TrackingError: the store could not be reached or refused the run.
+        TrackingError: the store could not be reached or refused the run (an invalid metric
+            key included).
     """
-    try:
-        client = MlflowClient(tracking_uri=tracking_uri)
-        exp = experiment_id(client, experiment, tracking_uri)
-        run = client.create_run(exp, run_name="trainbench-report", tags={"trainbench.kind": "report"})
-    except Exception as exc:
-        raise TrackingError(f"MLflow at {tracking_uri} could not start a report run: {exc}") from exc
-    rid = run.info.run_id
-    try:
-        now = int(time.time() * 1000)
-        log_params(client, rid, params)
-        log_metrics(client, rid, [Metric(k, float(v), now, 0) for k, v in metrics.items()])
-        for p in artifacts:
-            client.log_artifact(rid, str(p))
-        client.set_terminated(rid, "FINISHED")
-    except Exception as exc:
-        with contextlib.suppress(Exception):  # the store may be gone; the TrackingError below says so
-            client.set_terminated(rid, "FAILED")
-        raise TrackingError(f"MLflow at {tracking_uri} failed while logging report run {rid}: {exc}") from exc
+    tags = {"trainbench.kind": "report"}
+    if description:
+        tags["mlflow.note.content"] = description[: page.TAG_MAX]
+    with store_lock(tracking_uri):
+        try:
+            client = MlflowClient(tracking_uri=tracking_uri)
+            exp = experiment_id(client, experiment, tracking_uri)
+            run = client.create_run(exp, run_name="trainbench report", tags=tags)
+        except Exception as exc:
+            raise TrackingError(f"MLflow at {tracking_uri} could not start a report run: {exc}") from exc
+        rid = run.info.run_id
+        try:
+            now = int(time.time() * 1000)
+            log_params(client, rid, params)
+            log_metrics(client, rid, [Metric(k, float(v), now, 0) for k, v in metrics.items()])
+            for p in artifacts:
+                client.log_artifact(rid, str(p))
+            client.set_terminated(rid, "FINISHED")
+        except Exception as exc:
+            with contextlib.suppress(Exception):  # the store may be gone; the TrackingError below says so
+                client.set_terminated(rid, "FAILED")
+            raise TrackingError(f"MLflow at {tracking_uri} failed while logging report run {rid}: {exc}") from exc
     return str(rid)
