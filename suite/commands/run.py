@@ -104,7 +104,8 @@ def run(
     if outcome.mlflow_run_id and uri:
         from suite.tracking import ui_hint
 
-        console.print(escape(f"MLflow run {outcome.mlflow_run_id} in {uri}\n{ui_hint(uri, outcome.mlflow_run_id)}"))
+        hint = ui_hint(uri, outcome.mlflow_run_id)
+        console.print(escape(f"MLflow run {outcome.mlflow_run_id} in {uri}\n{hint}"), soft_wrap=True)
     if outcome.tracking_error:
         raise TrackingFailed(f"{outcome.tracking_error}\nThe result itself is safe in {outcome.result_path}.")
 
@@ -132,7 +133,7 @@ def _sweep(workload: str, profile: str | None, overrides: list[str], sweep_text:
     out = run_sweep(workload, profile, overrides, spec, opts, progress)
     rows = [p.row() for p in out.points]
     print_table(console, sweep_table(spec.key, rows, f"{workload}: sweep of {spec.key}", layout_width(console)))
-    console.print(escape(f"sweep: {out.json_path}, {out.markdown_path}\nplot: {out.plot_path}"), highlight=False)
+    console.print(escape(f"sweep: {out.json_path}, {out.markdown_path}\nplot: {out.plot_path}"), soft_wrap=True)
     if out.parent_run_id and opts.tracking_uri:
         from suite.tracking import ui_hint
 
@@ -140,7 +141,8 @@ def _sweep(workload: str, profile: str | None, overrides: list[str], sweep_text:
             escape(
                 f"MLflow parent run {out.parent_run_id} ({len(out.points)} child runs) in {opts.tracking_uri}\n"
                 + ui_hint(opts.tracking_uri, out.parent_run_id)
-            )
+            ),
+            soft_wrap=True,  # a command and a URL to copy: never broken mid-word
         )
     if out.interrupted:
         raise Interrupted(f"the sweep was interrupted after {len(out.points)} points")

@@ -168,7 +168,7 @@ def report(
     md.write_text(ranking_render.markdown(rows, chart))
     js = output_dir / "report.json"
     js.write_text(json.dumps(ranking.to_json(rows), indent=1) + "\n")
-    console.print(escape(f"wrote {md}, {js}, {chart}"), highlight=False)
+    console.print(escape(f"wrote {md}, {js}, {chart}"), soft_wrap=True)
     if no_tracking:
         return
     from suite.tracking import default_tracking_uri, log_report, ui_hint
@@ -184,7 +184,8 @@ def report(
         )
     except TrackingError as exc:
         raise TrackingError(f"{exc}\nThe report files are written in {output_dir}.") from exc
-    console.print(escape(f"MLflow run {rid} in {uri} (experiment trainbench-report)\n{ui_hint(uri, rid)}"))
+    hint = ui_hint(uri, rid)
+    console.print(escape(f"MLflow run {rid} in {uri} (experiment trainbench-report)\n{hint}"), soft_wrap=True)
 
 
 @click.command("submission-schema")

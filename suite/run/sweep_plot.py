@@ -45,8 +45,8 @@ def numeric_values(values: list[str]) -> list[float] | None:
 def _short(text: str, limit: int) -> str:
     text = plain(text)
     if len(text) > limit:
-        half = (limit - 3) // 2
-        text = text[:half] + "..." + text[-half:]
+        half = (limit - 1) // 2
+        text = text[:half] + "…" + text[-half:]
     return text
 
 

@@ -42,11 +42,12 @@ def _run_path(tracking_uri: str, run_id: str) -> str:
     return f"/#/experiments/{exp}/runs/{run_id}"
 
 
-def ui_hint(tracking_uri: str, run_id: str) -> str:
+def ui_hint(tracking_uri: str, run_id: str, make_store: Path = PROJECT_ROOT / DEFAULT_DB) -> str:
     """One sentence saying where to look at MLflow run ``run_id`` (plain text, no markup).
 
     - a tracking server (http, https): the URL of the run's page on it;
-    - the checkout's ``mlflow.db`` (what ``make ui`` serves): ``make ui`` and the page's URL;
+    - ``make_store``, the SQLite file ``make ui`` serves by default (the checkout's
+      ``mlflow.db``): ``make ui`` and the page's URL;
     - another local store: ``make ui MLFLOW_TRACKING_URI=<store>`` (or ``mlflow ui
       --backend-store-uri <store>`` outside a checkout) and the page's URL;
     - any other store: its URI.
@@ -58,7 +59,7 @@ def ui_hint(tracking_uri: str, run_id: str) -> str:
     if local is None:
         return f"The run is in the tracking store {tracking_uri}."
     page = f"{UI_URL}{_run_path(tracking_uri, run_id)}"
-    if local == f"sqlite:///{(PROJECT_ROOT / DEFAULT_DB).resolve()}":
+    if local == f"sqlite:///{make_store.resolve()}":
         return f"Open the results UI with make ui, then {page}"
     store = shlex.quote(local)
     return (
