@@ -57,7 +57,7 @@ def ui_hint(tracking_uri: str, run_id: str, make_store: Path = PROJECT_ROOT / DE
         return f"Open the run page: {tracking_uri.rstrip('/')}{_run_path(tracking_uri, run_id)}"
     local = _local_uri(tracking_uri)
     if local is None:
-        return f"The run is in the tracking store {tracking_uri}."
+        return f"The tracking store {tracking_uri} holds the run."
     page = f"{UI_URL}{_run_path(tracking_uri, run_id)}"
     if local == f"sqlite:///{make_store.resolve()}":
         return f"Open the results UI with make ui, then {page}"
