@@ -210,14 +210,6 @@ def build_rows(
     return rows
 
 
-def by_workload(rows: list[RankRow]) -> dict[str, list[RankRow]]:
-    """Rows grouped by workload, each list sorted by throughput, highest first."""
-    out: dict[str, list[RankRow]] = {}
-    for r in sorted(rows, key=lambda r: (r.workload, -r.throughput)):
-        out.setdefault(r.workload, []).append(r)
-    return out
-
-
 def rankings(rows: list[RankRow]) -> dict[tuple[str, str], list[RankRow]]:
     """The rankings: (workload, comparable class) -> its rows, highest samples/s first; CPU classes
     before GPU ones, then by class name."""
