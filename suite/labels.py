@@ -75,6 +75,16 @@ def flat_settings(config: RunConfig) -> dict[str, Any]:
     return out
 
 
+def setting_name(config: RunConfig, key: str) -> str | None:
+    """The full name (``section.setting``) of the setting that ``key`` names, as ``--set`` reads it
+    (``num_workers`` -> ``params.num_workers``; a qualified name is kept), or None when ``config``
+    has no such setting."""
+    flat = flat_settings(config)
+    if "." in key:
+        return key if key in flat else None
+    return next((k for k in flat if k.split(".", 1)[1] == key), None)
+
+
 def _profile_defaults(result: Result) -> dict[str, Any] | None:
     """The settings of the result's profile without overrides, or None when the spec is not at hand."""
     from suite.specs import resolve

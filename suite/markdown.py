@@ -13,13 +13,11 @@ from __future__ import annotations
 import re
 from urllib.parse import quote, urlsplit
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+from suite.console import plain
+
+__all__ = ["escape", "link", "plain"]
+
 _BACKSLASHED = re.compile(r"([\\`*_\[\]|~#!{}()])")
-
-
-def plain(text: object) -> str:
-    """``text`` as one line without control characters (newlines and tabs become spaces)."""
-    return _CONTROL.sub(" ", str(text))
 
 
 def escape(text: object) -> str:

@@ -127,11 +127,11 @@ def run(
         return
     console.print(summary_table(outcome.result))
     console.print(f"result: {outcome.result_path}\ntimeline: {outcome.timeline_path}")
-    if outcome.mlflow_run_id:
-        console.print(
-            f"MLflow run {outcome.mlflow_run_id} in {uri}\n"
-            "Open the results UI with [bold]make ui[/bold] (http://127.0.0.1:5000)."
-        )
+    if outcome.mlflow_run_id and uri:
+        from suite.tracking import ui_hint
+
+        hint = ui_hint(uri, outcome.mlflow_run_id)
+        console.print(escape(f"MLflow run {outcome.mlflow_run_id} in {uri}\n{hint}"), soft_wrap=True)
     if outcome.tracking_error:
         raise TrackingFailed(f"{outcome.tracking_error}\nThe result itself is safe in {outcome.result_path}.")
 
@@ -181,6 +181,7 @@ def _sweep(workload: str, profile: str | None, overrides: list[str], sweep_text:
     from suite.run.progress import LiveProgress
     from suite.run.sweep import parse_sweep, run_sweep
     from suite.run.sweep_report import sweep_table
+    from suite.tables import layout_width, print_table
 
     spec = parse_sweep(sweep_text)
 
@@ -189,12 +190,19 @@ def _sweep(workload: str, profile: str | None, overrides: list[str], sweep_text:
         return LiveProgress(config, console)
 
     out = run_sweep(workload, profile, overrides, spec, opts, progress)
-    assert out.json_path is not None and out.plot_path is not None
     rows = [p.row() for p in out.points]
-    console.print(sweep_table(spec.key, rows, f"{workload}: sweep of {spec.key}"))
-    console.print(f"sweep: {out.json_path}\nplot: {out.plot_path}")
-    if out.parent_run_id:
-        console.print(f"MLflow parent run {out.parent_run_id} ({len(out.points)} child runs) in {opts.tracking_uri}")
+    print_table(console, sweep_table(spec.key, rows, f"{workload}: sweep of {spec.key}", layout_width(console)))
+    console.print(escape(f"sweep: {out.json_path}, {out.markdown_path}\nplot: {out.plot_path}"), soft_wrap=True)
+    if out.parent_run_id and opts.tracking_uri:
+        from suite.tracking import ui_hint
+
+        console.print(
+            escape(
+                f"MLflow parent run {out.parent_run_id} ({len(out.points)} child runs) in {opts.tracking_uri}\n"
+                + ui_hint(opts.tracking_uri, out.parent_run_id)
+            ),
+            soft_wrap=True,  # a command and a URL to copy: never broken mid-word
+        )
     if out.interrupted:
         raise Interrupted(f"the sweep was interrupted after {len(out.points)} points")
     if out.failed:

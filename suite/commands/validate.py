@@ -157,7 +157,10 @@ def report(
     cited reference bands are ranked beside them unless --no-published. Writes Markdown,
     JSON and a PNG chart, and logs them to MLflow.
     """
-    from suite.validation import ranking, ranking_render
+
+    from suite.console import plain
+    from suite.tables import layout_width, print_table
+    from suite.validation import ranking, ranking_chart, ranking_render
     from suite.validation.tree import validate_tree
 
     try:
@@ -168,23 +171,24 @@ def report(
         raise BadInput(f"the report could not be made: {exc}") from exc
     validated.bands_source = str(bands_file)
     console.print(f"reference bands: {markup(bands_file)}", highlight=False)
-    rows = ranking.build_rows(validated, bands_data, include_published=not no_published)
+    rows = ranking.build_rows(validated, bands_data, include_published=not no_published, specs_dir=specs_dir)
     if not rows:
         raise RunFailed(f"nothing to rank: no scored submissions in {path} and no published bands")
-    for table in ranking_render.rich_tables(rows):
-        console.print(table)
-    for rec in ranking.recommend(rows):
-        console.print(f"[bold]{markup(ranking.recommendation_text(rec))}[/bold]", highlight=False)
+    for table in ranking_render.rich_tables(rows, layout_width(console)):
+        print_table(console, table)
+    advice = [plain(ranking.recommendation_text(rec)) for rec in ranking.recommend(rows)]
+    for text in advice:
+        console.print(f"[bold]{markup(text)}[/bold]", highlight=False)
     output_dir.mkdir(parents=True, exist_ok=True)
-    chart = ranking_render.chart_png(rows, output_dir / "report.png")
+    chart = ranking_chart.chart_png(rows, output_dir / "report.png")
     md = output_dir / "report.md"
     md.write_text(ranking_render.markdown(rows, chart))
     js = output_dir / "report.json"
     js.write_text(json.dumps(ranking.to_json(rows), indent=1) + "\n")
-    console.print(f"wrote {markup(md)}, {markup(js)}, {markup(chart)}", highlight=False)
+    console.print(markup(f"wrote {md}, {js}, {chart}"), soft_wrap=True, highlight=False)
     if no_tracking:
         return
-    from suite.tracking import default_tracking_uri, log_report
+    from suite.tracking import default_tracking_uri, log_report, ui_hint
 
     uri = tracking_uri or default_tracking_uri()
     try:
@@ -193,10 +197,16 @@ def report(
             ranking.mlflow_metrics(rows),
             {"submissions": str(path.resolve()), "bands": str(bands_file.resolve())},
             uri,
+            description=ranking_render.markdown_advice(rows),
         )
     except TrackingError as exc:
         raise TrackingError(f"{exc}\nThe report files are written in {output_dir}.") from exc
-    console.print(f"MLflow run {rid} in {uri} (experiment trainbench-report)")
+    hint = ui_hint(uri, rid)
+    console.print(
+        markup(f"MLflow run {rid} in {uri} (experiment trainbench-report)") + "\n" + markup(hint),
+        soft_wrap=True,
+        highlight=False,
+    )
 
 
 @click.command("submission-schema")

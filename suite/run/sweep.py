@@ -4,8 +4,12 @@
 value fails before anything runs), then runs them in order. Each point is a normal
 run with its own result file, logged as a child of the sweep's parent run. A failed
 point is kept in the table with its error, never dropped; an interrupted point ends
-the sweep. The sweep writes ``sweep.json`` and ``sweep.png`` (throughput and
-input-bound fraction against the setting) and logs both to the parent run.
+the sweep. The sweep writes ``sweep.json``, ``sweep.md`` (the table, with each
+point's 95% CI) and ``sweep.png`` (:mod:`suite.run.sweep_plot`) and logs them to the
+parent run, whose params say what was swept (``sweep.knob``, ``sweep.values``) and
+what was fixed (each ``--set`` as its own param), and whose metrics are the best
+point's (:mod:`suite.run.sweep_report`). Each child run gets ``sweep.knob`` and
+``sweep.value`` params (:mod:`suite.tracking.sweeps`), the x-axis for MLflow's charts.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 from suite.config import RunConfig
 from suite.errors import TrackingError
+from suite.labels import flat_settings, setting_name, value_text
 from suite.results import Result, ResultError, read_result
 from suite.run.execute import execute
 from suite.run.options import ProgressCallback, RunError, RunOptions
@@ -96,6 +101,26 @@ def plan_sweep(workload: str, profile: str | None, overrides: list[str], sweep: 
     return configs
 
 
+def parent_params(spec: SweepSpec, overrides: list[str], config: RunConfig, steps_mean: str) -> dict[str, str]:
+    """The parent run's params: the knob and its values, the profile, and each fixed ``--set`` as
+    its own param under the name a point's run uses (``params.num_workers`` = ``0``)."""
+    out = {
+        "sweep.knob": spec.key,
+        "sweep.values": ",".join(spec.values),
+        "sweep.points": str(len(spec.values)),
+        "sweep.step": steps_mean,
+        "profile": config.profile,
+    }
+    flat = flat_settings(config)
+    for item in overrides:
+        key, _, value = (part.strip() for part in item.partition("="))
+        name = setting_name(config, key)
+        text = value_text(flat[name]) if name is not None else value
+        if text is not None:
+            out[name or key] = text
+    return out
+
+
 @dataclass
 class SweepPoint:
     """One point's outcome: a complete result, or the error (and the incomplete result kept, if any)."""
@@ -104,6 +129,7 @@ class SweepPoint:
     result: Result | None = None
     result_path: Path | None = None
     error: str | None = None
+    mlflow_run_id: str | None = None
 
     def row(self) -> dict[str, Any]:
         """JSON-ready summary: value, status, throughput (samples/s), input-bound fraction, verdict,
@@ -117,11 +143,13 @@ class SweepPoint:
             "error": self.error,
             "throughput_samples_per_s": s.throughput if s else None,
             "throughput_ci95": [s.throughput_ci95.low, s.throughput_ci95.high] if s and s.throughput_ci95 else None,
+            "throughput_ci95_status": s.throughput_ci95_status if s else None,
             "input_bound_fraction": s.input_bound_fraction if s else None,
             "verdict": r.diagnosis.verdict if r is not None and r.diagnosis is not None else None,
             "cpu_mean_percent": util.cpu_mean_percent if util is not None else None,
             "preprocessing": (r.workload_info.get("preprocessing") if r is not None else None),
             "result_path": str(self.result_path) if self.result_path else None,
+            "mlflow_run_id": self.mlflow_run_id,
         }
 
 
@@ -134,6 +162,7 @@ class SweepOutcome:
     points: list[SweepPoint] = field(default_factory=list)
     directory: Path | None = None
     json_path: Path | None = None
+    markdown_path: Path | None = None
     plot_path: Path | None = None
     parent_run_id: str | None = None
     tracking_error: str | None = None
@@ -162,7 +191,7 @@ def run_sweep(
     opts: RunOptions,
     progress: Callable[[int, str, RunConfig], AbstractContextManager[ProgressCallback | None]] | None = None,
 ) -> SweepOutcome:
-    """Run every point of ``sweep`` through the harness; write ``sweep.json`` and ``sweep.png``.
+    """Run every point of ``sweep`` through the harness; write ``sweep.json``, ``sweep.md`` and ``sweep.png``.
 
     Args:
         workload, profile, overrides: as for ``trainbench run``.
@@ -181,24 +210,21 @@ def run_sweep(
         ConfigError: a point is invalid (before anything runs).
         PreflightError, suite.cost.PriceTableError, suite.run.launch.LaunchError: from the first point's preflight.
     """
-    from suite.run.sweep_report import sweep_png
+    from suite.run.sweep_report import point_steps
 
     configs = plan_sweep(workload, profile, overrides, sweep)
     out = SweepOutcome(sweep, workload)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out.directory = opts.output_dir / workload / f"sweep-{stamp}-{uuid.uuid4().hex[:8]}"
     out.directory.mkdir(parents=True)
+    steps, steps_mean = point_steps(list(sweep.values))
     if opts.tracking_uri:
         from suite.tracking import start_parent_run
 
+        name = f"{workload} sweep of {sweep.key}: {', '.join(sweep.values)}"
         try:
-            out.parent_run_id = start_parent_run(
-                workload,
-                f"{workload}-sweep-{sweep.key}",
-                {"sweep.key": sweep.key, "sweep.values": ",".join(sweep.values), "profile": configs[0].profile}
-                | {f"set.{i}": o for i, o in enumerate(overrides)},
-                opts.tracking_uri,
-            )
+            params = parent_params(sweep, overrides, configs[0], steps_mean)
+            out.parent_run_id = start_parent_run(workload, name, params, opts.tracking_uri)
         except TrackingError as exc:
             out.tracking_error = str(exc)
     point_opts = dataclasses.replace(opts, parent_run_id=out.parent_run_id) if out.parent_run_id else opts
@@ -212,7 +238,7 @@ def run_sweep(
             try:
                 with watch as on_progress:
                     run = execute(config, point_opts, on_progress)
-                point.result, point.result_path = run.result, run.result_path
+                point.result, point.result_path, point.mlflow_run_id = run.result, run.result_path, run.mlflow_run_id
                 if run.tracking_error and not out.tracking_error:
                     out.tracking_error = run.tracking_error
             except RunError as exc:
@@ -228,28 +254,40 @@ def run_sweep(
             with contextlib.suppress(TrackingError):
                 finish_parent_run(out.parent_run_id, [], [], "FAILED", opts.tracking_uri)
         raise
-    rows = [p.row() for p in out.points]
-    out.json_path = out.directory / "sweep.json"
-    out.json_path.write_text(
-        json.dumps({"workload": workload, "key": sweep.key, "values": list(sweep.values), "points": rows}, indent=1)
-        + "\n"
-    )
-    out.plot_path = sweep_png(sweep.key, rows, out.directory / "sweep.png", f"{workload}: sweep of {sweep.key}")
-    if out.parent_run_id and opts.tracking_uri:
-        from suite.tracking import finish_parent_run
-
-        status = "KILLED" if out.interrupted else ("FAILED" if out.failed else "FINISHED")
-        metrics = [
-            (name, float(row[key]), i)
-            for i, row in enumerate(rows)
-            for name, key in (
-                ("sweep_throughput_samples_per_s", "throughput_samples_per_s"),
-                ("sweep_input_bound_fraction", "input_bound_fraction"),
-            )
-            if row[key] is not None
-        ]
-        try:
-            finish_parent_run(out.parent_run_id, metrics, [out.json_path, out.plot_path], status, opts.tracking_uri)
-        except TrackingError as exc:
-            out.tracking_error = out.tracking_error or str(exc)
+    _write_and_record(out, steps[: len(out.points)], opts)
     return out
+
+
+def _write_and_record(out: SweepOutcome, steps: list[int], opts: RunOptions) -> None:
+    """Write ``sweep.json``, ``sweep.md`` and ``sweep.png``; attach them, the best point's metrics and
+    the per-point series to the parent run, and end it (FINISHED, FAILED or KILLED)."""
+    from suite.run.sweep_plot import sweep_png
+    from suite.run.sweep_report import best_index, parent_metrics, parent_tags, sweep_markdown
+
+    assert out.directory is not None
+    key, rows = out.sweep.key, [p.row() for p in out.points]
+    best = best_index(rows)
+    doc = {
+        "workload": out.workload,
+        "key": key,
+        "values": list(out.sweep.values),
+        "best": None if best is None else rows[best]["value"],
+        "points": rows,
+    }
+    out.json_path = out.directory / "sweep.json"
+    out.json_path.write_text(json.dumps(doc, indent=1) + "\n")
+    out.markdown_path = out.directory / "sweep.md"
+    out.markdown_path.write_text(sweep_markdown(out.workload, key, rows))
+    out.plot_path = sweep_png(key, rows, out.directory / "sweep.png", f"{out.workload}: sweep of {key}")
+    if not (out.parent_run_id and opts.tracking_uri):
+        return
+    from suite.tracking import finish_parent_run
+
+    status = "KILLED" if out.interrupted else ("FAILED" if out.failed else "FINISHED")
+    files = [out.json_path, out.markdown_path, out.plot_path]
+    try:
+        finish_parent_run(
+            out.parent_run_id, parent_metrics(rows, steps), files, status, opts.tracking_uri, parent_tags(key, rows)
+        )
+    except TrackingError as exc:
+        out.tracking_error = out.tracking_error or str(exc)

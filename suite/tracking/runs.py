@@ -1,4 +1,5 @@
-"""Writing runs to MLflow (a measured result, a sweep's parent, a report) and reading a result back."""
+"""Writing runs to MLflow (a measured result, a report) and reading a result back; a sweep's parent
+run is in :mod:`suite.tracking.sweeps`."""
 
 from __future__ import annotations
 
@@ -7,24 +8,15 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, RunTag
 from mlflow.tracking import MlflowClient
 
 from suite.files import MAX_FILE_BYTES
 from suite.results import Result
-from suite.tracking import page, series
-from suite.tracking.store import (
-    BATCH_METRICS,
-    BATCH_PARAMS,
-    LOGGED_TAG,
-    PARAM_MAX,
-    TrackingError,
-    experiment_id,
-    store_lock,
-)
+from suite.tracking import page, series, sweeps
+from suite.tracking.store import LOGGED_TAG, TrackingError, experiment_id, log_metrics, log_params, store_lock
 
 REPORT_EXPERIMENT = "trainbench-report"
 """MLflow experiment that holds the runs of ``trainbench report``."""
@@ -38,17 +30,6 @@ def _existing(client: MlflowClient, exp: str, result_id: str) -> tuple[str | Non
     done = [r.info.run_id for r in runs if r.data.tags.get(LOGGED_TAG) == "complete"]
     partial = [r.info.run_id for r in runs if r.data.tags.get(LOGGED_TAG) != "complete"]
     return (done[0] if done else None), partial
-
-
-def _log_metrics(client: MlflowClient, rid: str, metrics: Sequence[Metric]) -> None:
-    for i in range(0, len(metrics), BATCH_METRICS):
-        client.log_batch(rid, metrics=list(metrics[i : i + BATCH_METRICS]))
-
-
-def _log_params(client: MlflowClient, rid: str, params: dict[str, str]) -> None:
-    items = [Param(k, v[:PARAM_MAX]) for k, v in params.items() if v is not None]
-    for i in range(0, len(items), BATCH_PARAMS):
-        client.log_batch(rid, params=items[i : i + BATCH_PARAMS])
 
 
 def _end_status(result: Result) -> str:
@@ -81,8 +62,10 @@ def log_result(
     SQLite store hold an inter-process lock.
 
     With ``parent_run_id`` the run is a child of that run (MLflow's
-    ``mlflow.parentRunId`` tag), as for the points of a sweep. The run ends FINISHED
-    for a complete result, KILLED for an interrupted one and FAILED for any other.
+    ``mlflow.parentRunId`` tag), as for the points of a sweep; a sweep's child also
+    gets the ``sweep.knob`` and ``sweep.value`` params
+    (:func:`suite.tracking.sweeps.child_params`). The run ends FINISHED for a complete
+    result, KILLED for an interrupted one and FAILED for any other.
 
     Raises:
         TrackingError: the store could not be reached or refused the run.
@@ -107,11 +90,14 @@ def log_result(
         rid = run.info.run_id
         try:
             # the headline first: the run page lists model metrics in the order they were first logged
-            _log_metrics(client, rid, series.headline(result))
-            _log_metrics(client, rid, series.summary_metrics(result))
-            _log_metrics(client, rid, series.history(result))
-            _log_metrics(client, rid, series.system_metrics(result))
-            _log_params(client, rid, page.params(result))
+            log_metrics(client, rid, series.headline(result))
+            log_metrics(client, rid, series.summary_metrics(result))
+            log_metrics(client, rid, series.history(result))
+            log_metrics(client, rid, series.system_metrics(result))
+            params = page.params(result)
+            if parent_run_id:
+                params |= sweeps.child_params(client, parent_run_id, result)
+            log_params(client, rid, params)
             client.log_batch(rid, tags=[RunTag("trainbench.result_file", str(result_path))])
             client.log_artifact(rid, str(result_path))
             with tempfile.TemporaryDirectory() as tmp:
@@ -168,90 +154,44 @@ def log_report(
     params: dict[str, str],
     tracking_uri: str,
     experiment: str = REPORT_EXPERIMENT,
+    description: str | None = None,
 ) -> str:
     """Record one ``trainbench report`` as an MLflow run and return its run id.
 
     Args:
         artifacts: files to attach (the Markdown and JSON reports, the PNG chart).
-        metrics: metric name -> value (samples/s and samples per dollar per system).
+        metrics: metric name -> value (samples/s and samples per dollar per system), keys as
+            :func:`suite.validation.ranking.mlflow_metrics` writes them (letters, digits,
+            ``_ - . / space``: what MLflow accepts).
         params: what the report was made from (submissions path, bands file).
         tracking_uri: the MLflow store.
         experiment: experiment name (created beside a SQLite store if missing).
+        description: the run page's description (Markdown, already escaped): the recommendations.
 
     Raises:
-        TrackingError: the store could not be reached or refused the run.
+        TrackingError: the store could not be reached or refused the run (an invalid metric
+            key included).
     """
-    try:
-        client = MlflowClient(tracking_uri=tracking_uri)
-        exp = experiment_id(client, experiment, tracking_uri)
-        run = client.create_run(exp, run_name="trainbench-report", tags={"trainbench.kind": "report"})
-    except Exception as exc:
-        raise TrackingError(f"MLflow at {tracking_uri} could not start a report run: {exc}") from exc
-    rid = run.info.run_id
-    try:
-        now = int(time.time() * 1000)
-        _log_params(client, rid, params)
-        _log_metrics(client, rid, [Metric(k, float(v), now, 0) for k, v in metrics.items()])
-        for p in artifacts:
-            client.log_artifact(rid, str(p))
-        client.set_terminated(rid, "FINISHED")
-    except Exception as exc:
-        with contextlib.suppress(Exception):  # the store may be gone; the TrackingError below says so
-            client.set_terminated(rid, "FAILED")
-        raise TrackingError(f"MLflow at {tracking_uri} failed while logging report run {rid}: {exc}") from exc
-    return str(rid)
-
-
-def start_parent_run(
-    experiment: str, run_name: str, params: dict[str, str], tracking_uri: str, kind: str = "sweep"
-) -> str:
-    """Create the RUNNING parent run of a sweep and return its id (issue 5).
-
-    Its points are logged with ``log_result(..., parent_run_id=...)``; close it with
-    :func:`finish_parent_run`.
-
-    Args:
-        experiment: experiment name (the workload's, so parent and children sit together).
-        run_name: display name, e.g. ``mnist-dataheavy-sweep-num_workers``.
-        params: the sweep's definition (swept key, values, profile, other overrides).
-        tracking_uri: the MLflow store.
-        kind: the ``trainbench.kind`` tag: ``sweep``, or ``ladder`` for ``trainbench ladder``'s parent.
-
-    Raises:
-        TrackingError: the store could not be reached or refused the run.
-    """
+    tags = {"trainbench.kind": "report"}
+    if description:
+        tags["mlflow.note.content"] = description[: page.TAG_MAX]
     with store_lock(tracking_uri):
         try:
             client = MlflowClient(tracking_uri=tracking_uri)
             exp = experiment_id(client, experiment, tracking_uri)
-            run = client.create_run(exp, run_name=run_name, tags={"trainbench.kind": kind})
-            rid = str(run.info.run_id)
-            _log_params(client, rid, params)
+            run = client.create_run(exp, run_name="trainbench report", tags=tags)
         except Exception as exc:
-            raise TrackingError(f"MLflow at {tracking_uri} could not start the sweep's parent run: {exc}") from exc
-    return rid
-
-
-def finish_parent_run(
-    run_id: str, metrics: list[tuple[str, float, int]], artifacts: list[Path], status: str, tracking_uri: str
-) -> None:
-    """Attach a sweep's per-point metrics (name, value, point index as step) and files, and end the run.
-
-    Args:
-        status: ``FINISHED``, ``FAILED`` (a point failed) or ``KILLED`` (interrupted).
-
-    Raises:
-        TrackingError: the store could not be reached or refused the update.
-    """
-    with store_lock(tracking_uri):
+            raise TrackingError(f"MLflow at {tracking_uri} could not start a report run: {exc}") from exc
+        rid = run.info.run_id
         try:
-            client = MlflowClient(tracking_uri=tracking_uri)
             now = int(time.time() * 1000)
-            _log_metrics(client, run_id, [Metric(k, v, now, step) for k, v, step in metrics])
+            log_params(client, rid, params)
+            log_metrics(client, rid, [Metric(k, float(v), now, 0) for k, v in metrics.items()])
             for p in artifacts:
-                client.log_artifact(run_id, str(p))
-            client.set_terminated(run_id, status)
+                client.log_artifact(rid, str(p))
+            client.set_terminated(rid, "FINISHED")
         except Exception as exc:
             with contextlib.suppress(Exception):  # the store may be gone; the TrackingError below says so
-                client.set_terminated(run_id, "FAILED")
-            raise TrackingError(f"MLflow at {tracking_uri} failed while closing sweep run {run_id}: {exc}") from exc
+                client.set_terminated(rid, "FAILED")
+            raise TrackingError(f"MLflow at {tracking_uri} failed while logging report run {rid}: {exc}") from exc
+    return str(rid)

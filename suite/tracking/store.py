@@ -1,14 +1,16 @@
-"""The MLflow store: its URI, its experiments, the lock around SQLite writes, and the one error."""
+"""The MLflow store: its URI, its experiments, the lock around SQLite writes, batched writes, and the one error."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from filelock import FileLock
+from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from suite.errors import TrackingError as TrackingError  # defined there so catching it needs no MLflow
@@ -75,3 +77,16 @@ def store_lock(tracking_uri: str) -> AbstractContextManager[object]:
         return contextlib.nullcontext()
     db.parent.mkdir(parents=True, exist_ok=True)
     return FileLock(str(db) + ".trainbench.lock", timeout=LOCK_TIMEOUT_S)
+
+
+def log_metrics(client: MlflowClient, run_id: str, metrics: Sequence[Metric]) -> None:
+    """Log ``metrics`` to run ``run_id`` in batches of at most :data:`BATCH_METRICS`."""
+    for i in range(0, len(metrics), BATCH_METRICS):
+        client.log_batch(run_id, metrics=list(metrics[i : i + BATCH_METRICS]))
+
+
+def log_params(client: MlflowClient, run_id: str, params: dict[str, str]) -> None:
+    """Log ``params`` (values cut at :data:`PARAM_MAX` characters) in batches of at most :data:`BATCH_PARAMS`."""
+    items = [Param(k, v[:PARAM_MAX]) for k, v in params.items() if v is not None]
+    for i in range(0, len(items), BATCH_PARAMS):
+        client.log_batch(run_id, params=items[i : i + BATCH_PARAMS])

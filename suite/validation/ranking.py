@@ -9,18 +9,32 @@ samples per dollar (samples/s x 3600 / USD per hour)? Rows come from the validat
 submissions (their score: median or olympic mean over the runs) and, unless left out,
 from the published reference bands (each a cited figure, priced from the price
 table when the band's system is an instance type listed there).
+
+Only like-for-like figures share a ranking (:attr:`RankRow.comparable`): the same
+workload, device class (CPU or GPU), precision (bf16 that ran emulated apart from
+native bf16) and, in the open division, the same computed config
+(:mod:`suite.validation.ranking_facts`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from suite.cost import samples_per_dollar_or_none
 from suite.prices import PriceTableError, load_price_table, lookup
+from suite.specs import SPECS_DIR
 from suite.validation.bands import BandsFile, Citation
 from suite.validation.outcomes import ValidationReport
+from suite.validation.ranking_facts import (
+    Facts,
+    class_slug,
+    metric_keys,
+    published_facts,
+    runs_interval,
+    submission_facts,
+)
 
 
 @dataclass(frozen=True)
@@ -39,10 +53,19 @@ class RankRow:
         compliant: a submission without error findings (published rows count as compliant).
         runs: runs behind the figure.
         source: the band or submission directory the figure comes from.
-        comparable: the class of configs this figure may be compared with: every closed-division
-            figure of a workload is the official config; an open-division one is compared only
-            with figures that compute the same thing (batch size, precision, memory format, image
-            size, data), so a batch-16 run is never ranked against a batch-128 one.
+        comparable: the class of configs this figure may be compared with (:func:`comparable_class`):
+            the same device class and precision (bf16 emulated apart from native); every
+            closed-division figure of a workload is the official config; an open-division one is
+            compared only with figures that compute the same thing (batch size, precision, memory
+            format, image size, data), so a batch-16 run is never ranked against a batch-128 one.
+        device: ``cpu`` or ``gpu``.
+        precision: the precision the figure was measured at (``fp32``, ``bf16``, ...; "" unknown).
+        emulated: bf16 ran emulated (a CPU without native bf16).
+        ci95_low, ci95_high: 95% CI of the throughput, samples/s; None for a published figure
+            (a single cited value with no spread) or where no interval exists.
+        ci_method: how the CI was computed, or why there is none.
+        slug: the class in a few key-safe words (``cpu open bs128 fp32 224px synthetic``).
+        ref: the band name or config id (tells two figures of one system and class apart).
     """
 
     workload: str
@@ -57,6 +80,14 @@ class RankRow:
     runs: int
     source: str
     comparable: str = ""
+    device: str = "cpu"
+    precision: str = ""
+    emulated: bool = False
+    ci95_low: float | None = None
+    ci95_high: float | None = None
+    ci_method: str = ""
+    slug: str = ""
+    ref: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,26 +101,39 @@ class Recommendation:
     comparable: str = ""
 
 
-CLOSED_CLASS = "closed division (the official config)"
-
-
-def comparable_class(division: str, computed: dict[str, Any]) -> str:
-    """The :attr:`RankRow.comparable` key of a figure.
+def comparable_class(division: str, computed: dict[str, Any], device: str = "cpu", emulated: bool = False) -> str:
+    """The :attr:`RankRow.comparable` key of a figure, e.g. ``CPU, closed division (the official config)``
+    or ``GPU, open: batch 128, fp32, 224 px, synthetic data``.
 
     Args:
         division: ``closed`` or ``open``.
         computed: the settings in :data:`suite.validation.scoring.COMPUTED_PARAMS` that are known
             (a published band lists them as ``params.<name>`` conditions); missing ones print as ``?``.
+        device: ``cpu`` or ``gpu``.
+        emulated: the figure's bf16 ran emulated; it is then ranked apart from native bf16.
     """
+    dev = device.upper()
     if division == "closed":
-        return CLOSED_CLASS
+        return f"{dev}, closed division (the official config{', bf16 emulated' if emulated else ''})"
     parts = [
         f"batch {computed.get('batch_size', '?')}",
-        str(computed.get("precision", "?")) + (" + channels_last" if computed.get("channels_last") else ""),
+        str(computed.get("precision", "?"))
+        + (" emulated" if emulated else "")
+        + (" + channels_last" if computed.get("channels_last") else ""),
         f"{computed.get('image_size', '?')} px",
         f"{computed.get('data', '?')} data",
     ]
-    return "open: " + ", ".join(parts)
+    return f"{dev}, open: " + ", ".join(parts)
+
+
+def _facts_fields(facts: Facts, division: str, computed: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "comparable": comparable_class(division, computed, facts.device, facts.emulated),
+        "device": facts.device,
+        "precision": facts.precision,
+        "emulated": facts.emulated,
+        "slug": class_slug(facts, division, computed),
+    }
 
 
 def _short(setup: str, limit: int = 70) -> str:
@@ -105,12 +149,20 @@ def _price_of(instance_type: str) -> float | None:
         return None
 
 
-def build_rows(report: ValidationReport, bands: BandsFile, include_published: bool = True) -> list[RankRow]:
-    """Rows from the validated groups (those with a score) and the cited throughput bands."""
+def build_rows(
+    report: ValidationReport, bands: BandsFile, include_published: bool = True, specs_dir: Path = SPECS_DIR
+) -> list[RankRow]:
+    """Rows from the validated groups (those with a score) and the cited throughput bands.
+
+    A group's device class, precision and emulation are read from its first readable
+    result file; its CI is over its valid runs (:func:`.ranking_facts.runs_interval`).
+    """
     rows: list[RankRow] = []
     for g in report.groups:
         if g.score is None:
             continue
+        facts, first = submission_facts(report.root, g)
+        ci = runs_interval(g.throughputs, first)
         rows.append(
             RankRow(
                 workload=g.workload,
@@ -124,7 +176,11 @@ def build_rows(report: ValidationReport, bands: BandsFile, include_published: bo
                 compliant=g.errors == 0,
                 runs=g.valid_runs,
                 source=g.where,
-                comparable=comparable_class(g.division, g.computed),
+                ci95_low=ci.low if ci else None,
+                ci95_high=ci.high if ci else None,
+                ci_method=ci.method if ci else "none: the runs vary too much for their number",
+                ref=f"config {g.config_id}",
+                **_facts_fields(facts, g.division, g.computed),
             )
         )
     if include_published:
@@ -132,6 +188,7 @@ def build_rows(report: ValidationReport, bands: BandsFile, include_published: bo
             if not isinstance(b.source, Citation) or b.metric != "throughput":
                 continue
             price = _price_of(b.system)
+            computed = {k.removeprefix("params."): v for k, v in b.conditions.items()}
             rows.append(
                 RankRow(
                     workload=b.workload,
@@ -145,37 +202,34 @@ def build_rows(report: ValidationReport, bands: BandsFile, include_published: bo
                     compliant=True,
                     runs=b.runs,
                     source=f"band {b.name}: {b.source.reference}",
-                    comparable=comparable_class(
-                        b.division, {k.removeprefix("params."): v for k, v in b.conditions.items()}
-                    ),
+                    ci_method="none: a single published figure, no spread reported",
+                    ref=b.name.removeprefix(f"{b.workload}-{b.division}-{b.system}-"),
+                    **_facts_fields(published_facts(b, specs_dir), b.division, computed),
                 )
             )
     return rows
 
 
-def by_workload(rows: list[RankRow]) -> dict[str, list[RankRow]]:
-    """Rows grouped by workload, each list sorted by throughput, highest first."""
-    out: dict[str, list[RankRow]] = {}
-    for r in sorted(rows, key=lambda r: (r.workload, -r.throughput)):
-        out.setdefault(r.workload, []).append(r)
+def rankings(rows: list[RankRow]) -> dict[tuple[str, str], list[RankRow]]:
+    """The rankings: (workload, comparable class) -> its rows, highest samples/s first; CPU classes
+    before GPU ones, then by class name."""
+    out: dict[tuple[str, str], list[RankRow]] = {}
+    for r in sorted(rows, key=lambda r: (r.workload, r.device, r.comparable, -r.throughput)):
+        out.setdefault((r.workload, r.comparable), []).append(r)
     return out
 
 
 def recommend(rows: list[RankRow]) -> list[Recommendation]:
     """Per workload and class of comparable configs, the compliant row with the highest samples/s and
-    the one with the most samples per dollar (figures of different configs are never compared)."""
+    the one with the most samples per dollar (figures of different classes are never compared)."""
     out = []
-    for workload, group in by_workload(rows).items():
-        classes: dict[str, list[RankRow]] = {}
-        for r in group:
-            classes.setdefault(r.comparable, []).append(r)
-        for comparable, members in sorted(classes.items()):
-            ok = [r for r in members if r.compliant]
-            if not ok:
-                continue
-            priced = [r for r in ok if r.samples_per_dollar is not None]
-            best_cost = max(priced, key=lambda r: r.samples_per_dollar or 0.0) if priced else None
-            out.append(Recommendation(workload, max(ok, key=lambda r: r.throughput), best_cost, comparable))
+    for (workload, comparable), members in rankings(rows).items():
+        ok = [r for r in members if r.compliant]
+        if not ok:
+            continue
+        priced = [r for r in ok if r.samples_per_dollar is not None]
+        best_cost = max(priced, key=lambda r: r.samples_per_dollar or 0.0) if priced else None
+        out.append(Recommendation(workload, max(ok, key=lambda r: r.throughput), best_cost, comparable))
     return out
 
 
@@ -215,11 +269,16 @@ def to_json(rows: list[RankRow]) -> dict[str, Any]:
 
 
 def mlflow_metrics(rows: list[RankRow]) -> dict[str, float]:
-    """``samples_per_s/<workload>/<system>[...]`` and ``samples_per_dollar/...`` for MLflow (names sanitized)."""
+    """The figures as MLflow metrics: ``samples_per_s/<workload>/<class>/<system> <kind>`` and
+    ``samples_per_dollar/...``, e.g. ``samples_per_s/resnet50-cpu/cpu open bs128 fp32 224px
+    synthetic/c7i.2xlarge published`` (:func:`.ranking_facts.metric_keys`: readable, unique, and
+    only characters MLflow accepts)."""
+    stems = metric_keys(
+        [(r.workload, r.slug, r.system, "submitted" if r.kind == "submission" else "published", r.ref) for r in rows]
+    )
     out: dict[str, float] = {}
-    for r in rows:
-        key = re.sub(r"[^A-Za-z0-9_./ -]", "_", f"{r.workload}/{r.system}/{r.kind}/{r.config}")[:200]
-        out[f"samples_per_s/{key}"] = r.throughput
+    for stem, r in zip(stems, rows, strict=True):
+        out[f"samples_per_s/{stem}"] = r.throughput
         if r.samples_per_dollar is not None:
-            out[f"samples_per_dollar/{key}"] = r.samples_per_dollar
+            out[f"samples_per_dollar/{stem}"] = r.samples_per_dollar
     return out

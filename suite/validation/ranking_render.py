@@ -1,120 +1,113 @@
-"""The ranking of ``trainbench report`` as rich tables, Markdown and a PNG chart."""
+"""The ranking of ``trainbench report`` as rich tables and Markdown; the chart is :mod:`.ranking_chart`.
+
+One table per ranking (:func:`suite.validation.ranking.rankings`): figures of different
+workloads, device classes, precisions or open-division configs never share one.
+System names, configs and sources come from submission trees and bands files, so they
+are stripped of control characters and escaped (rich markup, Markdown) here.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from rich.table import Table
 
-from suite.console import markup as escape
-from suite.console import plain
-from suite.markdown import escape as md
-from suite.validation.ranking import RankRow, by_workload, recommend, recommendation_text
+from suite import markdown as md
+from suite.console import markup
+from suite.tables import PIPE_WIDTH, Col, fitted_table
+from suite.validation.ranking import RankRow, rankings, recommend, recommendation_text
+
+COLUMNS = (
+    Col("#", justify="right"),
+    Col("system", wrap=True),
+    Col("kind", drop=6),
+    Col("config", drop=5, wrap=True),
+    Col("samples/s", justify="right"),
+    Col("95% CI", drop=2, justify="right"),
+    Col("USD/h", drop=7, justify="right"),
+    Col("samples/$", drop=4, justify="right"),
+    Col("$ rank", drop=8, justify="right"),
+    Col("band", drop=3, wrap=True),
+    Col("runs", drop=9, justify="right"),
+)
+"""The table's columns; on a narrow terminal the highest ``drop`` goes first."""
 
 
 def _f(v: float | None, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
-def rich_tables(rows: list[RankRow]) -> list[Table]:
-    """One rich table per workload, ranked by samples/s, with the samples-per-dollar rank beside it."""
+def ci_text(r: RankRow) -> str:
+    """``[low, high]`` in samples/s, or ``none`` (a published figure, or no interval)."""
+    if r.ci95_low is None or r.ci95_high is None:
+        return "none"
+    return f"[{r.ci95_low:.4g}, {r.ci95_high:.4g}]"
+
+
+def _cost_ranks(group: list[RankRow]) -> dict[int, int]:
+    priced = sorted((r for r in group if r.samples_per_dollar is not None), key=lambda r: -(r.samples_per_dollar or 0))
+    return {id(r): i + 1 for i, r in enumerate(priced)}
+
+
+def _cells(i: int, r: RankRow, cost_rank: int | None) -> list[str]:
+    """One row's cells as plain text (not yet escaped)."""
+    status = r.band_status if r.compliant else f"{r.band_status}, not compliant"
+    return [
+        str(i),
+        r.system,
+        r.kind,
+        r.config.split(": ", 1)[-1],  # the division is in the ranking's title
+        f"{r.throughput:.4g}",
+        ci_text(r),
+        _f(r.usd_per_hour, "g"),
+        _f(r.samples_per_dollar, ",.0f"),
+        "-" if cost_rank is None else str(cost_rank),
+        status,
+        str(r.runs),
+    ]
+
+
+def rich_tables(rows: list[RankRow], width: int = PIPE_WIDTH) -> list[Table]:
+    """One rich table per ranking, by samples/s, with the samples-per-dollar rank beside it, each
+    fitted to ``width`` characters (:func:`suite.tables.fitted_table`)."""
     tables = []
-    for workload, group in by_workload(rows).items():
-        cost_rank = {
-            id(r): i + 1
-            for i, r in enumerate(
-                sorted(
-                    (r for r in group if r.samples_per_dollar is not None), key=lambda r: -(r.samples_per_dollar or 0)
-                )
-            )
-        }
-        t = Table(title=f"{workload}: systems ranked by samples/s", title_justify="left")
-        for col in ("#", "system", "kind", "config", "samples/s", "USD/h", "samples/$", "$ rank", "band", "runs"):
-            t.add_column(col, overflow="fold")
+    for (workload, comparable), group in rankings(rows).items():
+        ranks = _cost_ranks(group)
+        body = []
         for i, r in enumerate(group, 1):
-            status = escape(r.band_status) if r.compliant else f"[red]{escape(r.band_status)}, not compliant[/]"
-            t.add_row(
-                str(i),
-                escape(r.system),
-                r.kind,
-                escape(r.config),
-                f"{r.throughput:.4g}",
-                _f(r.usd_per_hour, "g"),
-                _f(r.samples_per_dollar, ",.0f"),
-                str(cost_rank.get(id(r), "-")),
-                status,
-                str(r.runs),
-            )
-        tables.append(t)
+            cells = [markup(c) for c in _cells(i, r, ranks.get(id(r)))]
+            if not r.compliant:
+                cells[9] = f"[red]{cells[9]}[/]"
+            body.append(cells)
+        title = markup(f"{workload} · {comparable}: ranked by samples/s")
+        tables.append(fitted_table(title, COLUMNS, body, width))
     return tables
 
 
+def markdown_advice(rows: list[RankRow]) -> str:
+    """The recommendations as a Markdown list, one per ranking (untrusted text escaped)."""
+    return "\n".join(f"- **{md.escape(recommendation_text(rec))}**" for rec in recommend(rows)) + "\n"
+
+
 def markdown(rows: list[RankRow], chart: Path | None = None) -> str:
-    """The ranking and recommendation as Markdown."""
-    lines = ["# trainbench report: which system to train on", ""]
-    for rec in recommend(rows):
-        lines.append(f"- **{md(recommendation_text(rec))}**")
-    lines.append("")
-    for workload, group in by_workload(rows).items():
-        lines += [
-            f"## {workload}",
-            "",
-            "| # | system | kind | config | samples/s | USD/h | samples/$ | band | runs |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        ]
+    """The rankings and recommendations as Markdown (untrusted text escaped)."""
+    lines = ["# trainbench report: which system to train on", "", markdown_advice(rows)]
+    head = [c.header for c in COLUMNS if c.header != "$ rank"]
+    for (workload, comparable), group in rankings(rows).items():
+        lines += [f"## {md.escape(workload)}: {md.escape(comparable)}", ""]
+        lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for i, r in enumerate(group, 1):
-            status = r.band_status if r.compliant else f"{r.band_status}, NOT COMPLIANT"
-            lines.append(
-                f"| {i} | {md(r.system)} | {r.kind} | {md(r.config)} | {r.throughput:.4g} | "
-                f"{_f(r.usd_per_hour, 'g')} | {_f(r.samples_per_dollar, ',.0f')} | {md(status)} | {r.runs} |"
-            )
+            cells = _cells(i, r, None)
+            del cells[8]  # the $ rank column
+            lines.append("| " + " | ".join(md.escape(c) for c in cells) + " |")
         lines.append("")
     if chart is not None:
-        lines += [f"![samples/s and samples per dollar]({chart.name})", ""]
+        lines += [f"![samples/s and samples per dollar, one panel per device class]({chart.name})", ""]
     lines.append(
         'Samples per dollar = samples/s x 3600 / USD per hour (C. Rand, "Instance Selection for Deep '
-        'Learning", Jun 2023). Published rows are cited reference bands, not runs validated here.'
+        'Learning", Jun 2023). Published rows are cited reference bands, not runs validated here, and '
+        "carry no CI (a single figure). A submission's 95% CI is a Student-t interval over its runs' "
+        "seconds per sample. Only figures of one workload, device class, precision (bf16 emulated apart "
+        "from native) and, in the open division, one computed config share a ranking."
     )
     return "\n".join(lines) + "\n"
-
-
-def chart_png(rows: list[RankRow], path: Path) -> Path:
-    """Horizontal bars per workload: samples/s (left) and samples per dollar (right); returns ``path``.
-
-    Submitted systems are blue (red when not compliant), published figures grey and hatched.
-    """
-    groups = by_workload(rows)
-    n = max(len(groups), 1)
-    height = sum(max(len(g), 1) * 0.45 + 1.2 for g in groups.values()) or 2.0
-    fig, axes = plt.subplots(n, 2, figsize=(12, height), squeeze=False)
-    for (workload, group), (ax_t, ax_c) in zip(groups.items(), axes, strict=False):
-        labels = [f"{plain(r.system)}\n{plain(r.config)[:48]}".replace("$", r"\$") for r in group][::-1]
-        colours = [
-            ("tab:blue" if r.compliant else "tab:red") if r.kind == "submission" else "lightgrey" for r in group
-        ][::-1]
-        hatches = ["" if r.kind == "submission" else "//" for r in group][::-1]
-        ys = range(len(group))
-        bars = ax_t.barh(ys, [r.throughput for r in group][::-1], color=colours)
-        spd = [r.samples_per_dollar or 0.0 for r in group][::-1]
-        bars_c = ax_c.barh(ys, spd, color=colours)
-        for bar_set in (bars, bars_c):
-            for bar, hatch in zip(bar_set, hatches, strict=True):
-                bar.set_hatch(hatch)
-        for y, r in zip(ys, group[::-1], strict=True):
-            ax_t.text(r.throughput, y, f" {r.throughput:.3g}", va="center", fontsize=7)
-            ax_c.text(r.samples_per_dollar or 0.0, y, f" {_f(r.samples_per_dollar, ',.0f')}", va="center", fontsize=7)
-        ax_t.set_yticks(list(ys), labels, fontsize=7)
-        ax_c.set_yticks(list(ys), ["" for _ in labels])
-        ax_t.set_xlabel("samples/s")
-        ax_c.set_xlabel("samples per USD (unpriced systems: 0)")
-        ax_t.set_title(f"{workload}: throughput", fontsize=9)
-        ax_c.set_title(f"{workload}: samples per dollar", fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path

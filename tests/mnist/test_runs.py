@@ -64,13 +64,13 @@ def test_verdict_is_right_in_both_directions_and_the_sweep_is_tracked(tmp_path: 
     [parent] = [r for r in runs if r.data.tags.get("trainbench.kind") == "sweep"]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert len(runs) == 3 and len(children) == 2
-    assert parent.info.status == "FINISHED" and parent.data.params["sweep.key"] == "preprocess_repeats"
+    assert parent.info.status == "FINISHED" and parent.data.params["sweep.knob"] == "preprocess_repeats"
     verdicts = {c.data.params["params.preprocess_repeats"]: c.data.tags["trainbench.verdict"] for c in children}
     assert verdicts == {"0": "compute-bound", "24": "input-bound"}
     assert all(c.data.metrics["preprocess_cpu_ms_per_sample"] > 0 for c in children)
     history = client.get_metric_history(parent.info.run_id, "sweep_input_bound_fraction")
-    assert sorted(m.step for m in history) == [0, 1]
-    assert {a.path for a in client.list_artifacts(parent.info.run_id)} >= {"sweep.json", "sweep.png"}
+    assert sorted(m.step for m in history) == [0, 24]  # integer values: the step is the swept value
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} >= {"sweep.json", "sweep.md", "sweep.png"}
 
 
 @pytest.mark.slow
