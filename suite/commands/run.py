@@ -13,9 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from suite.commands.options import Runtime, runtime_options, runtime_wrapper
-from suite.console import console, stop_on_sigterm
+from suite.console import console, stop_on_sigterm, warn
 from suite.errors import Interrupted, RunFailed, TrackingFailed
 from suite.run.options import ResultElsewhere, RunOptions
+from suite.slurm.options import SlurmRuntime
 from suite.specs import RunConfig, resolve
 
 
@@ -53,7 +54,7 @@ from suite.specs import RunConfig, resolve
     help="Run once per value of one setting (e.g. num_workers=0,1,2); each point is a child MLflow run "
     "under one parent; prints a table and writes a plot of throughput and input-bound fraction.",
 )
-@runtime_options
+@runtime_options(slurm=True)
 def run(
     workload: str,
     profile: str | None,
@@ -69,7 +70,11 @@ def run(
     runtime: Runtime,
     sweep: str | None,
 ) -> None:
-    """Run WORKLOAD through the harness, write its result JSON and log it to MLflow."""
+    """Run WORKLOAD through the harness, write its result JSON and log it to MLflow.
+
+    With --runtime slurm (or --launcher slurm) the run is submitted as a Slurm job and followed
+    from here; see the README's "Slurm clusters" section.
+    """
     from suite.run.execute import execute
     from suite.run.progress import LiveProgress, summary_table
     from suite.run.sweep import first_point
@@ -77,8 +82,13 @@ def run(
 
     # with --sweep, the first point stands for all (each is resolved again by the sweep)
     config = resolve(workload, profile, [*overrides, *first_point(sweep)])
+    slurm = runtime if isinstance(runtime, SlurmRuntime) else None
+    if slurm is not None and slurm.dry_run:
+        _dry_run(config, slurm, output_dir.resolve())
+        return
     wrap = runtime_wrapper(runtime, config)  # docker: engine and image checked now
     uri = None if no_tracking else (tracking_uri or default_tracking_uri())
+    report_lost_runs(output_dir)
     opts = RunOptions(
         output_dir=output_dir.resolve(),
         tracking_uri=uri,
@@ -88,6 +98,8 @@ def run(
         pricing=pricing,
         region=region,
         wrap=wrap,
+        slurm=slurm,
+        notify=lambda line: console.print(escape(line), highlight=False),
     )
     stop_on_sigterm()
     if sweep:
@@ -108,6 +120,35 @@ def run(
         )
     if outcome.tracking_error:
         raise TrackingFailed(f"{outcome.tracking_error}\nThe result itself is safe in {outcome.result_path}.")
+
+
+def _dry_run(config: RunConfig, slurm: SlurmRuntime, output_dir: Path) -> None:
+    """Print the batch script of the run, with the run directory it would get; submit nothing."""
+    from suite.slurm.plan import dry_run_script
+
+    run_dir = output_dir / config.workload / "<stamp>-<run id>"
+    console.print(dry_run_script(config, slurm, run_dir), markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"# dry run: nothing was submitted; a run writes the job file and the script into {run_dir}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def report_lost_runs(output_dir: Path) -> None:
+    """Keep the runs under ``output_dir`` whose supervisor died as incomplete results, and say so
+    (:mod:`suite.run.recover`)."""
+    from suite.run.recover import recover
+
+    for lost in recover(output_dir):
+        if lost.path is not None:
+            warn(
+                f"run {lost.run_dir} lost its supervisor; its {lost.steps} measured steps are kept, "
+                f"marked incomplete, in {lost.path}"
+            )
+        else:
+            warn(f"run {lost.run_dir}: {lost.note}")
 
 
 def _sweep(workload: str, profile: str | None, overrides: list[str], sweep_text: str, opts: RunOptions) -> None:
@@ -171,10 +212,14 @@ def rank(ctx: click.Context) -> None:
 )
 @click.option("--tracking-uri", help="Send every queued run here instead of to the URI it was meant for.")
 def sync(output_dir: Path, tracking_uri: str | None) -> None:
-    """Log the runs queued in the outbox while the tracking server was unreachable (idempotent)."""
+    """Log the runs queued in the outbox while the tracking server was unreachable (idempotent).
+
+    Runs under the output directory whose supervisor died are first kept as incomplete results.
+    """
     from suite.run.outbox import pending
     from suite.run.outbox import sync as sync_outbox
 
+    report_lost_runs(output_dir)
     if not pending(output_dir):
         console.print(f"nothing queued in {output_dir}")
         return

@@ -122,11 +122,14 @@ def summary_table(result: Result) -> Table:
             if sc.efficiency_ci95_low is None or sc.efficiency_ci95_high is None
             else f", 95% CI {sc.efficiency_ci95_low:.2f}-{sc.efficiency_ci95_high:.2f}"
         )
-        t.add_row(
-            "scaling efficiency",
-            f"{sc.efficiency:.2f}{eff_ci} (DDP {sc.ddp_throughput:.2f} vs one process "
-            f"{sc.single_throughput:.2f} samples/s, same CPUs and global batch)",
+        against = (
+            f"{sc.nodes} nodes {sc.ddp_throughput:.2f} vs one node {sc.single_throughput:.2f} samples/s, "
+            "same per-rank batch"
+            if sc.nodes
+            else f"DDP {sc.ddp_throughput:.2f} vs one process {sc.single_throughput:.2f} samples/s, "
+            "same CPUs and global batch"
         )
+        t.add_row("scaling efficiency", f"{sc.efficiency:.2f}{eff_ci} ({against})")
     if result.diagnosis is not None:
         t.add_row("diagnosis", escape(result.diagnosis.message))
     prep = result.workload_info.get("preprocessing")
@@ -143,6 +146,11 @@ def summary_table(result: Result) -> Table:
         c = result.cost
         where = f"{c.instance_type} {c.pricing}, price of {c.price_date}" if c.instance_type else c.price_source
         t.add_row("cost", f"{c.samples_per_dollar:,.0f} samples/$ at ${c.usd_per_hour}/h ({where})")
+    job = result.runtime.slurm
+    if job is not None:
+        nodes = result.nodes
+        mixed = " [yellow]heterogeneous nodes[/yellow]" if nodes is not None and nodes.heterogeneous else ""
+        t.add_row("Slurm job", f"{escape(job.job_id)} on {escape(job.nodelist or '?')} ({job.state}){mixed}")
     alloc = result.environment.get("loaded_libraries", {})
     loaded = [k for k in ("jemalloc", "tcmalloc") if alloc.get(k)]
     t.add_row("allocator", ", ".join(loaded) if loaded else "default (glibc)")

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -23,6 +24,7 @@ from harness.records import StepRecord
 from suite.config import RunConfig, TorchrunLaunch
 from suite.run.launch import LaunchPlan, plan_launch
 from suite.run.options import ProgressCallback, Wrap
+from workloads.lifeline import HEARTBEAT_NAME, Heartbeat
 from workloads.measurement import RankMeasurement
 
 STOP_GRACE_S = 30.0
@@ -31,7 +33,7 @@ INTERRUPTED = "interrupted (SIGINT)"
 """The error of a run stopped by Ctrl-C or SIGTERM to trainbench (``interrupted`` starts it: exit 130)."""
 
 
-def _tail_progress(path: Path, offset: int, on_progress: ProgressCallback | None) -> int:
+def tail_progress(path: Path, offset: int, on_progress: ProgressCallback | None) -> int:
     """Feed complete new lines of the progress log to ``on_progress``; returns the new offset."""
     if not path.exists():
         return offset
@@ -140,7 +142,7 @@ def _local_rank_files(run_dir: Path, stem: str, suffix: str) -> list[Path]:
     return [run_dir / f"{stem}{suffix}", *others]
 
 
-def _partial_ranks(run_dir: Path, reason: str) -> tuple[list[RankMeasurement], str]:
+def partial_ranks(run_dir: Path, reason: str) -> tuple[list[RankMeasurement], str]:
     """Whatever each local rank left behind (its measurement file, else its progress log), and the error.
 
     The error names every rank that failed, the ones that failed first (rather than
@@ -168,8 +170,14 @@ def launch_rank(
     run_dir: Path,
     on_progress: ProgressCallback | None = None,
     wrap: Wrap | None = None,
+    on_plan: Callable[[LaunchPlan], None] | None = None,
 ) -> tuple[RankMeasurement | None, LaunchPlan, int]:
     """Start the rank(s), follow their progress and return the measurement.
+
+    While the ranks run, the supervisor beats a heartbeat in the run directory, which
+    the job file names (:mod:`workloads.lifeline`): ranks whose supervisor dies, however
+    it dies, stop within seconds and keep what they measured. ``on_plan`` receives the
+    launch plan just before the ranks start.
 
     On Ctrl-C (or SIGTERM to trainbench) the group is told to stop (SIGINT), given
     STOP_GRACE_S to write what it measured, then killed. If no rank finishes a first
@@ -192,9 +200,44 @@ def launch_rank(
     job_doc = config.job()
     if plan.placement:
         job_doc["placement"] = plan.placement
-    job.write_text(json.dumps(job_doc, indent=1))
-    if wrap is not None:
-        plan = wrap(plan, run_dir)
+    heartbeat = Heartbeat(run_dir / HEARTBEAT_NAME).start()
+    try:
+        job_doc["lifeline"] = heartbeat.job_entry()
+        job.write_text(json.dumps(job_doc, indent=1))
+        if wrap is not None:
+            plan = wrap(plan, run_dir)
+        if on_plan is not None:
+            on_plan(plan)
+        code, interrupted, hung_s = _supervise(plan, config, run_dir, log, progress, on_progress)
+    finally:
+        heartbeat.stop()  # after the ranks have ended: a rank still running would now stop
+    reason = INTERRUPTED if interrupted else f"{death_reason(code, hung_s)}; see {log}"
+    measurement = RankMeasurement.read(out)
+    hosts = config.launch.host_count()
+    if hosts > 1 and code == 0 and not interrupted and not out.exists():
+        return None, plan, code
+    m = measurement or RankMeasurement()
+    distributed = plan.processes > 1 or hosts > 1
+    if distributed and not (m.complete and m.ranks):
+        ranks, error = partial_ranks(run_dir, reason)
+        first = ranks[0] if ranks else RankMeasurement()
+        m = first.model_copy(update={"ranks": ranks, "complete": False, "error": error})
+    elif not m.finished:
+        m.complete, m.error, m.steps, m.windows = False, reason, steps_from_log(progress), []
+    elif interrupted and m.error is None:
+        m.complete, m.error = False, INTERRUPTED
+    return m, plan, code
+
+
+def _supervise(
+    plan: LaunchPlan,
+    config: RunConfig,
+    run_dir: Path,
+    log: Path,
+    progress: Path,
+    on_progress: ProgressCallback | None,
+) -> tuple[int, bool, float | None]:
+    """Run the plan's process group to its end; return (exit status, interrupted, seconds hung or None)."""
     offset = 0
     seen = 0
     interrupted = False
@@ -209,7 +252,7 @@ def launch_rank(
         try:
             while proc.poll() is None:
                 tree.refresh()
-                offset = _tail_progress(progress, offset, on_progress)
+                offset = tail_progress(progress, offset, on_progress)
                 size = sum(p.stat().st_size for p in run_dir.glob("progress*.jsonl"))
                 now = time.monotonic()
                 if size != seen:
@@ -229,24 +272,8 @@ def launch_rank(
                 _stop(proc, signal.SIGTERM)
             _signal_group(proc, signal.SIGKILL)  # nothing of the run outlives it
             tree.kill_all()
-    _tail_progress(progress, offset, on_progress)
-    code = proc.returncode
-    reason = INTERRUPTED if interrupted else f"{death_reason(code, hung_s)}; see {log}"
-    measurement = RankMeasurement.read(out)
-    hosts = config.launch.host_count()
-    if hosts > 1 and code == 0 and not interrupted and not out.exists():
-        return None, plan, code
-    m = measurement or RankMeasurement()
-    distributed = plan.processes > 1 or hosts > 1
-    if distributed and not (m.complete and m.ranks):
-        ranks, error = _partial_ranks(run_dir, reason)
-        first = ranks[0] if ranks else RankMeasurement()
-        m = first.model_copy(update={"ranks": ranks, "complete": False, "error": error})
-    elif not m.finished:
-        m.complete, m.error, m.steps, m.windows = False, reason, steps_from_log(progress), []
-    elif interrupted and m.error is None:
-        m.complete, m.error = False, INTERRUPTED
-    return m, plan, code
+    tail_progress(progress, offset, on_progress)
+    return proc.returncode, interrupted, hung_s
 
 
 def compares_single(config: RunConfig, plan: LaunchPlan) -> bool:

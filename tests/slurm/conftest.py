@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from suite.run.launch import plan_launch
 
+from suite.run.launch import plan_launch
 from suite.slurm.cluster import Cluster
 from suite.slurm.script import RankCommand, rank_command
 from suite.specs import resolve

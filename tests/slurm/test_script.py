@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from suite.run.launch import plan_launch
 
+from suite.run.launch import plan_launch
 from suite.slurm.client import parse_sacct_job, parse_scontrol_job
 from suite.slurm.errors import SlurmError
 from suite.slurm.identity import node_systems
