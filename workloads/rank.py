@@ -238,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         out.steps = list(measurement.steps)
         out.windows = list(measurement.windows)
         out.write(args.out)
+    if lifeline is not None and lifeline.lost_reason():
+        lifeline.exit_now(code, out.error)  # the supervisor is gone: nobody waits for an orderly teardown
     if world > 1 and code == 0:
         try:
             gathered = gather_ranks(out.to_json(), rank, world, workload)

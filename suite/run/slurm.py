@@ -189,8 +189,6 @@ def _follow(
         say(why)
         info = cancel(client, job_id)
     tail_progress(run_dir / "progress.jsonl", offset, on_progress)
-    if info is not None and why is None:
-        say(f"job {job_id} ended {info.state}")
     return info, why
 
 

@@ -48,7 +48,7 @@ def run_as_job(
     """
     assert opts.slurm is not None
     job = launch_job(config, run_dir, opts.slurm, on_progress, opts.notify, on_plan, on_submit)
-    result = with_job(build_result(config, opts, job.measurement, job.plan, run_id), job, run_dir)
+    result = with_job(build_result(config, opts, job.measurement, job.plan, run_id), job, run_dir, opts.system)
     launch = config.launch
     compare = isinstance(launch, TorchrunLaunch) and launch.compare_single and job.options.nodes > 1
     if result.status == "complete" and compare:
@@ -56,9 +56,16 @@ def run_as_job(
     return result, job.code
 
 
-def with_job(result: Result, job: JobRun, run_dir: Path) -> Result:
-    """``result`` resealed with its job (``runtime.slurm``) and its nodes (``nodes``)."""
+def with_job(result: Result, job: JobRun, run_dir: Path, system: str | None = None) -> Result:
+    """``result`` resealed with its job (``runtime.slurm``) and its nodes (``nodes``).
+
+    Without a ``system`` name (``--system``), a job on several nodes is named after its
+    cluster and nodes (``<cluster>:<nodelist>``, e.g. ``trainbench-slurm:n[1-2]``) rather
+    than after the node that ran rank 0.
+    """
     doc = result.model_dump()
+    if system is None and job.info is not None and len(job.nodes) > 1:
+        doc["system"] = f"{job.cluster or 'slurm'}:{job.info.nodelist}"
     if job.info is not None:
         doc["runtime"]["slurm"] = {
             **job_identity(job.info, job.nodes, job.cluster),
@@ -95,7 +102,9 @@ def with_node_scaling(
             f"the same job on one node, for the {nodes}-node scaling efficiency (compare_single=false skips it)"
         )
     job = launch_job(one_config, one_dir, runtime, on_progress, opts.notify)
-    one = with_job(build_result(one_config, opts, job.measurement, job.plan, uuid.uuid4().hex), job, one_dir)
+    one = with_job(
+        build_result(one_config, opts, job.measurement, job.plan, uuid.uuid4().hex), job, one_dir, opts.system
+    )
     if one.summary is None:
         kept = write_result(one, one_dir / "result-incomplete.json")
         why = one.error or "it gave no valid measurement"
