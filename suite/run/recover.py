@@ -153,11 +153,20 @@ def _alive(run_dir: Path) -> bool:
 
 
 def _candidates(output_dir: Path) -> list[Path]:
+    """Run directories with a ``run.json`` and no result file (an unreadable directory is passed over)."""
     found: list[Path] = []
-    for workload in sorted(output_dir.iterdir()) if output_dir.is_dir() else []:
+    try:
+        workloads = sorted(output_dir.iterdir()) if output_dir.is_dir() else []
+    except OSError:
+        return found
+    for workload in workloads:
         if not workload.is_dir() or workload.is_symlink():
             continue
-        for run_dir in sorted(workload.iterdir(), reverse=True):
+        try:
+            runs = sorted(workload.iterdir(), reverse=True)
+        except OSError:
+            continue
+        for run_dir in runs:
             if len(found) >= MAX_RUN_DIRS:
                 return found
             record = run_dir / RECORD_NAME

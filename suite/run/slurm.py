@@ -18,6 +18,7 @@ progress log, and the supervisor's heartbeat are all in one place:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
@@ -181,6 +182,11 @@ def _follow(
     except QueueTimeoutError as exc:
         why, info = str(exc), client.job(job_id)
         say(why)
+    except SlurmError as exc:  # the controller stopped answering: keep what the ranks wrote, stop the job if possible
+        why, info = f"lost contact with the Slurm controller while following job {job_id}: {exc}", None
+        say(why)
+        with contextlib.suppress(SlurmError):
+            info = cancel(client, job_id, timeout_s=10)
     except _Hung as hung:
         why = (
             f"the ranks finished no step for {hung.seconds:.0f} s (startup_timeout_s / stall_timeout_s); "

@@ -1,12 +1,17 @@
 """Faults of the job layer on the real demo cluster: a held job past its queue timeout, a refused job, a run
-directory the nodes cannot see. (The faults of whole runs, through ``trainbench run``: test_run.py.)"""
+directory the nodes cannot see, a controller that stops answering for a while. (The faults of whole runs,
+through ``trainbench run``: test_run.py.)"""
 
 from __future__ import annotations
 
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from suite.slurm.client import JobInfo
 from suite.slurm.cluster import Cluster, for_conf, unshared
 from suite.slurm.errors import QueueTimeoutError, SlurmError
 from suite.slurm.follow import describe_end, follow, submit
@@ -55,3 +60,32 @@ def test_a_run_directory_the_nodes_cannot_see_fails_with_a_shared_filesystem_mes
     info = follow(client, job, poll_s=0.5)
     assert info.state == "FAILED"
     assert "shared" in (describe_end(info, tmp_path / f"slurm-{job}.out") or "")
+
+
+def test_following_a_job_survives_a_controller_that_stops_answering_for_a_while(
+    slurm_cluster: Cluster, run_dir: Path
+) -> None:
+    """The controller paused for 6 s (as during a restart): the follower keeps looking and sees the job end."""
+    client = slurm_cluster.client()
+    options = SlurmOptions(python=slurm_cluster.python)
+    payload = "import time; print('payload started', flush=True); time.sleep(12)"
+    script = sbatch_script(options, RankCommand("inline", ("-c", payload)), run_dir)
+    job = submit(client, script, run_dir)
+    ctl = slurm_cluster.containers[slurm_cluster.controller]
+    paused: list[float] = []
+
+    def pause_once(info: JobInfo) -> None:
+        # paused once the payload runs: a controller lost while srun creates a step fails the job (Slurm's
+        # behaviour, not the follower's), and the follower is what this test is about
+        out = run_dir / f"slurm-{job}.out"
+        started = out.is_file() and "payload started" in out.read_text()
+        if info.state == "RUNNING" and started and not paused:
+            subprocess.run(["docker", "pause", ctl], check=True, timeout=60)
+            paused.append(time.monotonic())
+            threading.Timer(6.0, subprocess.run, (["docker", "unpause", ctl],), {"timeout": 60}).start()
+
+    try:
+        info = follow(client, job, poll_s=0.5, on_poll=pause_once)
+    finally:
+        subprocess.run(["docker", "unpause", ctl], capture_output=True, timeout=60)
+    assert paused and info.state == "COMPLETED", info
