@@ -21,11 +21,13 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from harness.budget import Projection, floor_per_window, steps_needed
 from harness.precision import PrecisionChoice
+from harness.records import StepRecord
 from harness.windows import RunPlan
 
 
@@ -123,3 +125,18 @@ def environment_fields(system: dict[str, Any]) -> dict[str, Any]:
         "torch_version": torch.get("version"),
         "torch_cpu_capability": torch.get("cpu_capability"),
     }
+
+
+def progress_writer(log: IO[str] | None) -> Callable[[StepRecord], None] | None:
+    """The rank's ``on_step``: one JSON step record per line of the progress log ``log`` (opened
+    line-buffered, so each step reaches the file as it ends); None without a log.
+
+    ``suite.bench.overhead`` times the harness with this very function in the loop.
+    """
+    if log is None:
+        return None
+
+    def on_step(record: StepRecord) -> None:
+        log.write(json.dumps(record.to_dict()) + "\n")
+
+    return on_step

@@ -40,7 +40,6 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -49,14 +48,13 @@ from pydantic import ValidationError
 
 from harness.loop import Measurement, run_plan
 from harness.precision import PrecisionChoice
-from harness.records import StepRecord
 from harness.sampler import UtilizationSampler
 from harness.system import capture_system, parse_cpulist
 from harness.windows import WindowError, plan_from_mapping
 from workloads import registry
 from workloads.cpu_precision import resolve_params
 from workloads.evaluation import EVALUATION_KEY, run_evaluation
-from workloads.events import EventLog, environment_fields, events_path, projection_fields
+from workloads.events import EventLog, environment_fields, events_path, progress_writer, projection_fields
 from workloads.lifeline import Lifeline
 from workloads.measurement import RankMeasurement
 
@@ -126,21 +124,6 @@ def bind_and_reexec(placement: list[dict[str, str]], argv: list[str]) -> None:
     else:  # e.g. Docker's default seccomp profile refuses set_mempolicy: the cpuset's mems govern instead
         env["TRAINBENCH_BIND_NOTE"] = "membind refused (set_mempolicy not permitted); memory follows the cpuset's mems"
     os.execvpe(exe, [*cmd, sys.executable, "-m", "workloads.rank", *argv], env)
-
-
-def progress_writer(log: IO[str] | None) -> Callable[[StepRecord], None] | None:
-    """The rank's ``on_step``: one JSON step record per line of the progress log ``log`` (opened
-    line-buffered, so each step reaches the file as it ends); None without a log.
-
-    ``suite.bench.overhead`` times the harness with this very function in the loop.
-    """
-    if log is None:
-        return None
-
-    def on_step(record: StepRecord) -> None:
-        log.write(json.dumps(record.to_dict()) + "\n")
-
-    return on_step
 
 
 def launcher_rank() -> tuple[int, int]:
@@ -278,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         out.windows = list(measurement.windows)
         out.run_uid, out.origin_unix_s, out.plan = measurement.run_uid, measurement.origin_unix_s, measurement.plan
         out.write(args.out)
+    if lifeline is not None and lifeline.lost_reason():
+        lifeline.exit_now(code, out.error)  # the supervisor is gone: nobody waits for an orderly teardown
     if world > 1 and code == 0:
         try:
             gathered = gather_ranks(out.to_json(), rank, world, workload)

@@ -11,7 +11,7 @@ it up, then alternates blocks of ``block_steps`` steps:
   ``perf_counter`` pair around its steps;
 - **harness**: exactly what a rank runs (``workloads.rank``): the out-of-process utilization
   sampler started, then :func:`harness.loop.run_plan` over ``Workload.step`` with the rank's
-  own progress writer (:func:`workloads.rank.progress_writer`, one JSON line per step to a
+  own progress writer (:func:`workloads.events.progress_writer`, one JSON line per step to a
   real file), a warm-up window, then a measurement window of ``block_steps`` steps whose
   throughput is the window's samples over its seconds, as the summary computes it.
 
@@ -154,7 +154,7 @@ def _harness_block(workload: Any, steps: int, interval_s: float, log_path: Path)
     from harness.records import Phase
     from harness.sampler import UtilizationSampler
     from harness.windows import RunPlan, Window
-    from workloads.rank import progress_writer
+    from workloads.events import progress_writer
 
     plan = RunPlan(Window(1, 0.0), Window(steps, 0.0))
     with log_path.open("a", buffering=1) as log:  # as workloads.rank opens its progress log

@@ -1,10 +1,11 @@
-"""Options shared by several commands: ``--runtime`` and its docker options, as one typed runtime.
+"""Options shared by several commands: ``--runtime`` and its docker and Slurm options, as one typed runtime.
 
 The runtime says where the rank runs, whatever its launcher: on the host
-(:class:`LocalRuntime`) or inside the workload's image
-(:class:`suite.containers.docker_args.DockerRunOptions`). A command decorated with
-:func:`runtime_options` receives one ``runtime: Runtime`` argument, and turns it into
-the run's wrapper with :func:`runtime_wrapper`.
+(:class:`LocalRuntime`), inside the workload's image
+(:class:`suite.containers.docker_args.DockerRunOptions`), or as a Slurm job on a
+cluster's nodes (:class:`suite.slurm.options.SlurmRuntime`, ``trainbench run`` only). A
+command decorated with :func:`runtime_options` receives one ``runtime: Runtime``
+argument, and turns it into the run's wrapper with :func:`runtime_wrapper`.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from suite.config import RunConfig
 from suite.console import warn
 from suite.containers.docker_args import DockerRunOptions
 from suite.run.options import Wrap
+from suite.slurm.options import SlurmOptions, SlurmRuntime
 
 
 @dataclass(frozen=True)
@@ -28,17 +31,17 @@ class LocalRuntime:
     """``--runtime local``: the rank runs on the host, beside trainbench."""
 
 
-Runtime = LocalRuntime | DockerRunOptions
+Runtime = LocalRuntime | DockerRunOptions | SlurmRuntime
 """Where the ranks run: one typed variant per runtime."""
 
 
 def runtime_wrapper(runtime: Runtime, config: RunConfig) -> Wrap | None:
-    """The ``RunOptions.wrap`` for ``config``: None for a local run.
+    """The ``RunOptions.wrap`` for ``config``: None for a local run and a Slurm job (``RunOptions.slurm``).
 
     Raises:
         suite.containers.errors.ContainerError: no engine, no image, or a bad docker option.
     """
-    if isinstance(runtime, LocalRuntime):
+    if isinstance(runtime, LocalRuntime | SlurmRuntime):
         return None
     from suite.containers.runtime import prepare  # imports the Docker SDK: only for --runtime docker
 
@@ -57,41 +60,104 @@ _DOCKER_ONLY = {
 """Parameter name -> flag of the options that apply to ``--runtime docker`` only."""
 
 
-def runtime_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--runtime`` and the docker options to a click command; the command receives
-    them as one ``runtime: Runtime`` argument. Docker options with ``--runtime local`` are
-    a usage error (exit 2)."""
+_SLURM_ONLY = {
+    "nodes": "--nodes",
+    "ntasks_per_node": "--ntasks-per-node",
+    "cpus_per_task": "--cpus-per-task",
+    "partition": "--partition",
+    "time": "--time",
+    "account": "--account",
+    "gpus_per_node": "--gpus-per-node",
+    "sbatch_args": "--sbatch-arg",
+    "container_image": "--container-image",
+    "container_mounts": "--container-mount",
+    "queue_timeout": "--queue-timeout",
+    "dry_run": "--dry-run",
+}
+"""Parameter name -> flag of the options that apply to ``--runtime slurm`` only."""
 
-    @functools.wraps(f)
+
+def _given(values: dict[str, Any], names: dict[str, str]) -> list[str]:
+    return [flag for key, flag in names.items() if values.get(key) not in (None, (), False)]
+
+
+def _slurm_runtime(values: dict[str, Any]) -> SlurmRuntime:
+    """The Slurm runtime from its flags; a value Slurm would refuse is a usage error (exit 2)."""
+    fields = {
+        "nodes": values["nodes"] or 1,
+        "ntasks_per_node": values["ntasks_per_node"] or 1,
+        "cpus_per_task": values["cpus_per_task"],
+        "partition": values["partition"],
+        "time": values["time"],
+        "account": values["account"],
+        "gpus_per_node": values["gpus_per_node"],
+        "sbatch_args": tuple(values["sbatch_args"]),
+        "container_image": values["container_image"],
+        "container_mounts": tuple(values["container_mounts"]),
+        "queue_timeout_s": values["queue_timeout"],
+    }
+    try:
+        options = SlurmOptions.model_validate(fields)
+    except ValidationError as exc:
+        problems = "; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in exc.errors())
+        raise click.UsageError(problems) from None
+    return SlurmRuntime(options, values["ntasks_per_node"] is not None, bool(values["dry_run"]))
+
+
+def runtime_options(f: Callable[..., Any] | None = None, *, slurm: bool = False) -> Callable[..., Any]:
+    """Add ``--runtime`` and the docker options (with ``slurm``, also ``--launcher slurm`` and the Slurm
+    options) to a click command; the command receives them as one ``runtime: Runtime`` argument.
+    Options of another runtime than the chosen one are a usage error (exit 2).
+
+    Use as ``@runtime_options`` or ``@runtime_options(slurm=True)``.
+    """
+    if f is None:
+        return functools.partial(runtime_options, slurm=slurm)
+    command = f
+
+    @functools.wraps(command)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        values = {k: kwargs.pop(k) for k in ("runtime", *_DOCKER_ONLY)}
-        runtime = values.pop("runtime")
-        given = [k for k in _DOCKER_ONLY if values[k] not in (None, ())]
+        names = ("runtime", *_DOCKER_ONLY, *((*_SLURM_ONLY, "launcher") if slurm else ()))
+        values = {k: kwargs.pop(k) for k in names}
+        runtime = "slurm" if values.get("launcher") == "slurm" else values.pop("runtime")
+        if values.get("launcher") == "slurm" and values["runtime"] not in ("local", "slurm"):
+            raise click.UsageError(f"--launcher slurm and --runtime {values['runtime']} contradict each other")
+        docker_given = _given(values, _DOCKER_ONLY)
+        slurm_given = _given(values, _SLURM_ONLY) if slurm else []
+        if runtime != "docker" and docker_given:
+            verb = "applies" if len(docker_given) == 1 else "apply"
+            raise click.UsageError(
+                f"{', '.join(docker_given)} {verb} to --runtime docker only (RUNTIME=docker with make)"
+            )
+        if runtime != "slurm" and slurm_given:
+            verb = "applies" if len(slurm_given) == 1 else "apply"
+            raise click.UsageError(f"{', '.join(slurm_given)} {verb} to --runtime slurm (or --launcher slurm) only")
         if runtime == "local":
-            if given:
-                flags = ", ".join(_DOCKER_ONLY[k] for k in given)
-                raise click.UsageError(f"{flags} apply to --runtime docker only (RUNTIME=docker with make)")
             kwargs["runtime"] = LocalRuntime()
-            return f(*args, **kwargs)
-        kwargs["runtime"] = DockerRunOptions(
-            image=values["image"],
-            cpuset_cpus=values["cpuset_cpus"],
-            memory=values["memory"],
-            shm_size=values["shm_size"] or "1g",
-            gpus=values["gpus"],
-            network=values["network"] or "host",
-            mounts=tuple(values["mounts"]),
-        )
-        return f(*args, **kwargs)
+        elif runtime == "slurm":
+            kwargs["runtime"] = _slurm_runtime(values)
+        else:
+            kwargs["runtime"] = DockerRunOptions(
+                image=values["image"],
+                cpuset_cpus=values["cpuset_cpus"],
+                memory=values["memory"],
+                shm_size=values["shm_size"] or "1g",
+                gpus=values["gpus"],
+                network=values["network"] or "host",
+                mounts=tuple(values["mounts"]),
+            )
+        return command(*args, **kwargs)
 
-    options = [
+    options: list[Callable[[Any], Any]] = [
         click.option(
             "--runtime",
-            type=click.Choice(["local", "docker"]),
+            type=click.Choice(["local", "docker", "slurm"] if slurm else ["local", "docker"]),
             default="local",
             show_default=True,
             envvar="TRAINBENCH_RUNTIME",
-            help="Run the rank on the host, or inside the workload's image (the result is written on the host).",
+            help="Run the rank on the host, inside the workload's image"
+            + (", or as a Slurm job on a cluster's nodes" if slurm else "")
+            + " (the result is written on the host).",
         ),
         click.option("--image", help="[docker] Image to run instead of the workload spec's image."),
         click.option("--cpuset-cpus", metavar="CPUS", help="[docker] CPUs the container may use, e.g. 0-3."),
@@ -107,6 +173,56 @@ def runtime_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="[docker] Host path mounted read-only at the same path (repeatable); data_dir is mounted for you.",
         ),
     ]
+    if slurm:
+        options += _slurm_click_options()
     for option in reversed(options):
         wrapped = option(wrapped)
     return wrapped
+
+
+def _slurm_click_options() -> list[Callable[[Any], Any]]:
+    """The ``--launcher slurm`` alias and the job's options (sbatch's names)."""
+    count = click.IntRange(1, 100_000)
+    return [
+        click.option(
+            "--launcher",
+            type=click.Choice(["slurm"]),
+            help="The same as --runtime slurm. (The ranks' own launcher, torchrun or horovodrun, is the workload's.)",
+        ),
+        click.option("--nodes", type=count, help="[slurm] Nodes of the job [default: 1]."),
+        click.option(
+            "--ntasks-per-node",
+            type=click.IntRange(1, 1024),
+            help="[slurm] Ranks per node [default: the workload's nproc_per_node, else 1].",
+        ),
+        click.option("--cpus-per-task", type=count, help="[slurm] CPUs per rank [default: the partition's]."),
+        click.option("--partition", help="[slurm] Partition [default: the cluster's default]."),
+        click.option("--time", help="[slurm] Time limit in sbatch's syntax, e.g. 30 or 1:00:00."),
+        click.option("--account", help="[slurm] Account charged for the job."),
+        click.option("--gpus-per-node", help="[slurm] GPUs per node: N or TYPE:N."),
+        click.option(
+            "--sbatch-arg",
+            "sbatch_args",
+            multiple=True,
+            metavar="--FLAG[=VALUE]",
+            help="[slurm] Another sbatch option as an #SBATCH line (repeatable), e.g. --sbatch-arg=--exclusive.",
+        ),
+        click.option(
+            "--container-image",
+            help="[slurm] Run every rank in this image through Pyxis/enroot (srun --container-image), as MLPerf does.",
+        ),
+        click.option(
+            "--container-mount",
+            "container_mounts",
+            multiple=True,
+            metavar="SRC[:DST[:FLAGS]]",
+            help="[slurm] Another Pyxis mount (repeatable); the run directory is always mounted.",
+        ),
+        click.option(
+            "--queue-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            metavar="SECONDS",
+            help="[slurm] Cancel the job if it is still pending after this many seconds [default: wait].",
+        ),
+        click.option("--dry-run", is_flag=True, help="[slurm] Print the batch script; submit nothing."),
+    ]

@@ -13,10 +13,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from suite.commands.options import LocalRuntime, Runtime, runtime_options, runtime_wrapper
-from suite.console import console, stop_on_sigterm
-from suite.errors import BadInput, Interrupted, RunFailed, TrackingFailed
+from suite.console import console, stop_on_sigterm, warn
+from suite.errors import Interrupted, RunFailed, TrackingFailed
 from suite.extras import require
 from suite.run.options import ResultElsewhere, RunOptions
+from suite.slurm.options import SlurmRuntime
 from suite.specs import RunConfig, resolve
 
 
@@ -61,7 +62,7 @@ from suite.specs import RunConfig, resolve
     help="Run once per value of one setting (e.g. num_workers=0,1,2); each point is a child MLflow run "
     "under one parent; prints a table and writes a plot of throughput and input-bound fraction.",
 )
-@runtime_options
+@runtime_options(slurm=True)
 def run(
     workload: str | None,
     config_file: Path | None,
@@ -79,17 +80,26 @@ def run(
     sweep: str | None,
 ) -> None:
     """Run WORKLOAD (or the run config of --config FILE) through the harness, write its result JSON
-    and log it to MLflow."""
+    and log it to MLflow.
+
+    With --runtime slurm (or --launcher slurm) the run is submitted as a Slurm job and followed
+    from here; see the README's "Slurm clusters" section.
+    """
+    from suite.run.config_file import from_config_file
     from suite.run.sweep import first_point
 
     started = _command_start()
-    workload, profile, overrides = _from_config_file(workload, config_file, profile, overrides)
+    workload, profile, overrides = from_config_file(workload, config_file, profile, overrides)
     # with --sweep, the first point stands for all (each is resolved again by the sweep)
     config = resolve(workload, profile, [*overrides, *first_point(sweep)])
     # the optional parts of the install this run needs, checked before anything starts
+    slurm = runtime if isinstance(runtime, SlurmRuntime) else None
+    if slurm is not None and slurm.dry_run:
+        _dry_run(config, slurm, output_dir.resolve())
+        return
     if isinstance(runtime, LocalRuntime):  # the rank runs here: its framework must be installed here
         require("offload" if config.image.split(":")[0] == "trainbench-tf" else "train", "trainbench run")
-    else:
+    elif slurm is None:
         require("containers", "trainbench run --runtime docker")
     require("plots", "trainbench run (its timeline plot)")
     if not no_tracking:
@@ -104,6 +114,7 @@ def run(
         from suite.tracking import default_tracking_uri
 
         uri = tracking_uri or default_tracking_uri()
+    report_lost_runs(output_dir)
     opts = RunOptions(
         output_dir=output_dir.resolve(),
         tracking_uri=uri,
@@ -114,6 +125,8 @@ def run(
         region=region,
         wrap=wrap,
         started_unix_s=started,
+        slurm=slurm,
+        notify=lambda line: console.print(escape(line), highlight=False),
     )
     stop_on_sigterm()
     if sweep:
@@ -148,25 +161,33 @@ def _command_start() -> float:
         return time.time()
 
 
-def _from_config_file(
-    workload: str | None, path: Path | None, profile: str | None, overrides: tuple[str, ...]
-) -> tuple[str, str | None, tuple[str, ...]]:
-    """(workload, profile, overrides) from the arguments and, with --config, the file's (its overrides first).
+def _dry_run(config: RunConfig, slurm: SlurmRuntime, output_dir: Path) -> None:
+    """Print the batch script of the run, with the run directory it would get; submit nothing."""
+    from suite.slurm.plan import dry_run_script
 
-    Raises:
-        BadInput: neither WORKLOAD nor --config, or a WORKLOAD that is not the file's.
-        suite.run.config_file.ConfigFileError: the file cannot be read or is not a run config.
-    """
-    if path is None:
-        if workload is None:
-            raise BadInput("name the WORKLOAD to run (see `trainbench list`), or pass --config FILE")
-        return workload, profile, overrides
-    from suite.run.config_file import read_config_file
+    run_dir = output_dir / config.workload / "<stamp>-<run id>"
+    console.print(dry_run_script(config, slurm, run_dir), markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"# dry run: nothing was submitted; a run writes the job file and the script into {run_dir}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
-    doc = read_config_file(path)
-    if workload is not None and workload != doc.workload:
-        raise BadInput(f"{path} runs workload {doc.workload!r}, not {workload!r}; drop WORKLOAD or pass another file")
-    return doc.workload, profile or doc.profile, (*doc.overrides, *overrides)
+
+def report_lost_runs(output_dir: Path) -> None:
+    """Keep the runs under ``output_dir`` whose supervisor died as incomplete results, and say so
+    (:mod:`suite.run.recover`)."""
+    from suite.run.recover import recover
+
+    for lost in recover(output_dir):
+        if lost.path is not None:
+            warn(
+                f"run {lost.run_dir} lost its supervisor; its {lost.steps} measured steps are kept, "
+                f"marked incomplete, in {lost.path}"
+            )
+        else:
+            warn(f"run {lost.run_dir}: {lost.note}")
 
 
 def _sweep(workload: str, profile: str | None, overrides: list[str], sweep_text: str, opts: RunOptions) -> None:
@@ -238,10 +259,14 @@ def rank(ctx: click.Context) -> None:
 )
 @click.option("--tracking-uri", help="Send every queued run here instead of to the URI it was meant for.")
 def sync(output_dir: Path, tracking_uri: str | None) -> None:
-    """Log the runs queued in the outbox while the tracking server was unreachable (idempotent)."""
+    """Log the runs queued in the outbox while the tracking server was unreachable (idempotent).
+
+    Runs under the output directory whose supervisor died are first kept as incomplete results.
+    """
     from suite.run.outbox import pending
     from suite.run.outbox import sync as sync_outbox
 
+    report_lost_runs(output_dir)
     if not pending(output_dir):
         console.print(f"nothing queued in {output_dir}")
         return

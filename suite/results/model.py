@@ -37,17 +37,58 @@ SCHEMA_PATH = SCHEMA_DIR / f"result-v{SCHEMA_VERSION}.schema.json"
 """The committed JSON Schema of :data:`SCHEMA_VERSION` (``trainbench schema --write`` regenerates it)."""
 
 
+class SlurmJob(BaseModel):
+    """The Slurm job a run ran as (``trainbench run --runtime slurm``), as the controller reported it at its end."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    cluster: str | None = None
+    nodelist: str | None = Field(None, description="Slurm's compact node list, e.g. n[1-2]")
+    nodes: list[str] = Field(description="the job's nodes, expanded, in Slurm's order")
+    num_nodes: int = Field(ge=0)
+    ntasks_per_node: int = Field(ge=1, description="ranks per node")
+    partition: str | None = None
+    batch_host: str | None = None
+    state: str = Field(description="the job's final state, e.g. COMPLETED, NODE_FAIL, CANCELLED")
+    exit_code: str | None = Field(None, description="exit:signal")
+    container_image: str | None = Field(None, description="the Pyxis image every rank ran in, if any")
+    script: str = Field(description="path of the batch script (job.sbatch in the run directory)")
+
+
 class Runtime(BaseModel):
     """Where and how the ranks ran."""
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["local", "docker"] = "local"
+    kind: Literal["local", "docker", "slurm"] = "local"
     launcher: str
     command: list[str]
     env_set: dict[str, str]
     image: str | None = None
     image_id: str | None = None
+    slurm: SlurmJob | None = None
+
+
+class NodeRecord(BaseModel):
+    """One node (host) of a multi-node run: its system description and its own utilization readings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hostname: str
+    ranks: list[int] = Field(description="the global ranks that ran on this node")
+    system: dict[str, Any] = Field(description="the node's system description (its lowest rank's)")
+    utilization: list[UtilizationSample] = Field(description="the sampler's readings of its lowest rank")
+
+
+class Nodes(BaseModel):
+    """The nodes of a multi-node run, one system description each, and whether they differ."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    nodes: list[NodeRecord]
+    heterogeneous: bool = Field(description="the nodes differ in hardware or software that changes throughput")
+    differences: dict[str, dict[str, Any]] = Field(description="field -> {hostname: value}, for differing fields")
 
 
 class Provenance(BaseModel):
@@ -112,6 +153,11 @@ class Scaling(BaseModel):
         "global batch, or a disturbed measurement window in either run (None in older results)",
     )
     disturbed_reason: str | None = Field(None, description="why the comparison counts as disturbed, with the fix")
+    nodes: int | None = Field(
+        None,
+        description="set when the baseline is one node of a multi-node (Slurm) run at the same per-rank batch: "
+        "efficiency = ddp_throughput / (nodes x single_throughput)",
+    )
 
 
 class Result(BaseModel):
@@ -119,6 +165,10 @@ class Result(BaseModel):
 
     ``status`` is ``complete`` only when every window finished; an interrupted or
     failed run keeps its raw records with status ``incomplete`` and no summary.
+
+    A multi-node run (a Slurm job) also records its job (``runtime.slurm``) and each
+    node's system description and utilization readings (``nodes``); ``environment`` and
+    ``utilization`` are then global rank 0's.
 
     ``digest`` identifies the file as it was written: a result read from an older schema
     version and upgraded (:mod:`suite.results.migrations`) keeps its stored digest, which
@@ -166,6 +216,7 @@ class Result(BaseModel):
         description="bf16 ran without native bf16 matrix instructions on some rank (an explicit precision=bf16 on "
         "such a CPU): the result measures the emulation; None when the run did not use bf16 on the CPU",
     )
+    nodes: Nodes | None = None
     provenance: Provenance
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
 

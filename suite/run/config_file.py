@@ -78,3 +78,22 @@ def write_config_file(path: Path, config: RunConfigFile) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config.model_dump(mode="json"), indent=1) + "\n")
     return path
+
+
+def from_config_file(
+    workload: str | None, path: Path | None, profile: str | None, overrides: tuple[str, ...]
+) -> tuple[str, str | None, tuple[str, ...]]:
+    """(workload, profile, overrides) from the arguments and, with --config, the file's (its overrides first).
+
+    Raises:
+        BadInput: neither WORKLOAD nor --config, or a WORKLOAD that is not the file's.
+        suite.run.config_file.ConfigFileError: the file cannot be read or is not a run config.
+    """
+    if path is None:
+        if workload is None:
+            raise BadInput("name the WORKLOAD to run (see `trainbench list`), or pass --config FILE")
+        return workload, profile, overrides
+    doc = read_config_file(path)
+    if workload is not None and workload != doc.workload:
+        raise BadInput(f"{path} runs workload {doc.workload!r}, not {workload!r}; drop WORKLOAD or pass another file")
+    return doc.workload, profile or doc.profile, (*doc.overrides, *overrides)

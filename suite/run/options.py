@@ -12,6 +12,7 @@ from suite.errors import BadInput, TrainbenchError
 if TYPE_CHECKING:  # launch imports the errors below; the plan is only a type here
     from suite.results import Result
     from suite.run.launch import LaunchPlan
+    from suite.slurm.options import SlurmRuntime
 
 Wrap = Callable[["LaunchPlan", Path], "LaunchPlan"]
 """A runtime wrapper: the local launch plan and the run directory -> the plan to execute instead."""
@@ -67,6 +68,10 @@ class RunOptions:
         parent_run_id: MLflow run to log this run under (a sweep's parent).
         started_unix_s: when the command started (seconds since the epoch), from which a
             profile's ``budget_s`` counts; None: when :func:`suite.run.execute.execute` is called.
+        slurm: run as a Slurm job (``--runtime slurm``) instead of starting the ranks here;
+            ``wrap`` is then unused.
+        notify: receives lines about the run worth showing while it runs (a Slurm job's
+            state changes), or None.
     """
 
     output_dir: Path
@@ -79,6 +84,8 @@ class RunOptions:
     wrap: Wrap | None = None
     parent_run_id: str | None = None
     started_unix_s: float | None = None
+    slurm: SlurmRuntime | None = None
+    notify: Callable[[str], None] | None = None
 
 
 @dataclass

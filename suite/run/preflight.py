@@ -26,6 +26,9 @@ def preflight(config: RunConfig, opts: RunOptions) -> None:
             not installed for a local run.
         suite.cost.PriceTableError: the price options are invalid.
         suite.run.launch.LaunchError: the requested allocator is missing.
+
+    A Slurm run (``opts.slurm``) checks the job instead (:func:`suite.slurm.plan.check`):
+    its settings, the Slurm client, and an output directory the nodes share.
     """
     compute_cost(
         1.0,
@@ -34,19 +37,12 @@ def preflight(config: RunConfig, opts: RunOptions) -> None:
         pricing=opts.pricing,
         region=opts.region,
     )
-    plan_launch(config.launch, Path("job.json"), Path("out.json"))
-    if config.requires_gpu:
-        gpus = gpu_devices()
-        if not gpus["devices"]:
-            raise PreflightError(
-                f"workload {config.workload} needs an NVIDIA GPU, but none is visible "
-                f"({gpus.get('note', 'NVML lists no device')}); run it on a GPU host, or choose a CPU workload"
-            )
-    if config.launch.launcher == "horovodrun" and opts.wrap is None and importlib.util.find_spec("horovod") is None:
-        raise PreflightError(
-            f"workload {config.workload} is launched by horovodrun, but Horovod is not installed in this environment; "
-            "run it in its image (--runtime docker; build it with `make images`), or use --set engine=ddp"
-        )
+    if opts.slurm is not None:  # the ranks run on the job's nodes: their GPUs and Horovod are not this host's
+        from suite.slurm.plan import check
+
+        check(config, opts.slurm, opts.output_dir)
+    else:
+        _local(config, opts)
     out = opts.output_dir
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -59,4 +55,21 @@ def preflight(config: RunConfig, opts: RunOptions) -> None:
     if free < MIN_FREE_BYTES:
         raise PreflightError(
             f"output directory {out} has {free // 2**20} MiB free; a run needs {MIN_FREE_BYTES // 2**20} MiB"
+        )
+
+
+def _local(config: RunConfig, opts: RunOptions) -> None:
+    """The checks of ranks started from this host: the launch plan, a GPU, Horovod."""
+    plan_launch(config.launch, Path("job.json"), Path("out.json"))
+    if config.requires_gpu:
+        gpus = gpu_devices()
+        if not gpus["devices"]:
+            raise PreflightError(
+                f"workload {config.workload} needs an NVIDIA GPU, but none is visible "
+                f"({gpus.get('note', 'NVML lists no device')}); run it on a GPU host, or choose a CPU workload"
+            )
+    if config.launch.launcher == "horovodrun" and opts.wrap is None and importlib.util.find_spec("horovod") is None:
+        raise PreflightError(
+            f"workload {config.workload} is launched by horovodrun, but Horovod is not installed in this environment; "
+            "run it in its image (--runtime docker; build it with `make images`), or use --set engine=ddp"
         )

@@ -57,15 +57,20 @@ def _reason(ddp: Summary, single: Summary) -> str | None:
 
 
 def _disturbed(
-    eff: float, low: float | None, ddp_util: UtilizationSummary | None, single_util: UtilizationSummary | None
+    eff: float,
+    low: float | None,
+    ddp_util: UtilizationSummary | None,
+    single_util: UtilizationSummary | None,
+    nodes: int = 1,
 ) -> str | None:
     """Why the comparison is disturbed, or None: an efficiency above 1 beyond its interval (or with
     none), or a disturbed measurement window in either run."""
     if eff > 1.0 and (low is None or low > 1.0):
         beyond = "beyond its 95% interval" if low is not None else "with no interval to tell it from noise"
+        same = "on the same CPUs at the same global batch" if nodes == 1 else f"per node of {nodes}"
         return (
-            f"efficiency {eff:.2f} is above 1 {beyond}, on the same CPUs at the same global batch: one of the two "
-            "runs was slowed by something else (another job, steal, a cold cache). Fix: re-run on a quiet machine"
+            f"efficiency {eff:.2f} is above 1 {beyond}, {same}: one of the two runs was slowed by something "
+            "else (another job, steal, a cold cache). Fix: re-run on a quiet machine"
         )
     for name, util in (("DDP", ddp_util), ("single-process", single_util)):
         if util is not None and util.disturbed:
@@ -78,23 +83,32 @@ def scaling(
     single: Summary,
     ddp_util: UtilizationSummary | None = None,
     single_util: UtilizationSummary | None = None,
+    nodes: int = 1,
 ) -> dict[str, float | str | bool | None]:
     """Efficiency, its 95% interval (module docstring) or why there is none, and whether the
     comparison is disturbed, JSON-ready (the fields of :class:`suite.results.model.Scaling`).
+
+    With ``nodes`` > 1, ``ddp`` ran on that many nodes and ``single`` on one at the same
+    per-rank batch (weak scaling): efficiency = ddp / (nodes x single), 1 being perfect.
 
     Raises:
         ValueError: a throughput is not positive.
     """
     if ddp.throughput <= 0 or single.throughput <= 0:
         raise ValueError("throughputs must be positive to compare them")
-    eff = ddp.throughput / single.throughput
+    eff = ddp.throughput / (nodes * single.throughput)
     ra = _relative_half_width(ddp.throughput, ddp.throughput_ci95)
     rb = _relative_half_width(single.throughput, single.throughput_ci95)
     low = high = None
     if ra is not None and rb is not None:
         r = math.hypot(ra, rb)
         low, high = eff * math.exp(-r), eff * math.exp(r)
-    disturbed = _disturbed(eff, low, ddp_util, single_util)
+    disturbed = _disturbed(eff, low, ddp_util, single_util, nodes)
+    method = (
+        "DDP / single-process throughput"
+        if nodes == 1
+        else f"{nodes}-node throughput / ({nodes} x one-node throughput), same per-rank batch (weak scaling)"
+    )
     return {
         "ddp_throughput": ddp.throughput,
         "single_throughput": single.throughput,
@@ -103,7 +117,7 @@ def scaling(
         "efficiency": eff,
         "efficiency_ci95_low": low,
         "efficiency_ci95_high": high,
-        "method": "DDP / single-process throughput; 95% interval by the delta method on the log scale",
+        "method": f"{method}; 95% interval by the delta method on the log scale",
         "efficiency_ci95_reason": _reason(ddp, single) if low is None else None,
         "disturbed": disturbed is not None,
         "disturbed_reason": disturbed,

@@ -42,10 +42,13 @@ def _scaling_row(result: Result) -> str:
         eff_ci = f", 95% CI {sc.efficiency_ci95_low:.2f}-{sc.efficiency_ci95_high:.2f}"
     else:
         eff_ci = f"; {sc.efficiency_ci95_reason or 'too few repeats to bound its interval. Fix: raise repeats'}"
-    text = escape(
-        f"{sc.efficiency:.2f}{eff_ci} (DDP {sc.ddp_throughput:.2f} vs one process "
-        f"{sc.single_throughput:.2f} samples/s, same CPUs and global batch)"
-    )
+    if sc.nodes:
+        against = f"{sc.nodes} nodes {sc.ddp_throughput:.2f} vs one node {sc.single_throughput:.2f} samples/s"
+        same = "same per-rank batch"
+    else:
+        against = f"DDP {sc.ddp_throughput:.2f} vs one process {sc.single_throughput:.2f} samples/s"
+        same = "same CPUs and global batch"
+    text = escape(f"{sc.efficiency:.2f}{eff_ci} ({against}, {same})")
     if sc.disturbed:
         text += f"\n[bold red]DISTURBED comparison:[/bold red] {escape(str(sc.disturbed_reason))}"
     return text
@@ -150,6 +153,11 @@ def summary_table(result: Result) -> Table:
         c = result.cost
         where = f"{c.instance_type} {c.pricing}, price of {c.price_date}" if c.instance_type else c.price_source
         t.add_row("cost", f"{c.samples_per_dollar:,.0f} samples/$ at ${c.usd_per_hour}/h ({where})")
+    job = result.runtime.slurm
+    if job is not None:
+        nodes = result.nodes
+        mixed = " [yellow]heterogeneous nodes[/yellow]" if nodes is not None and nodes.heterogeneous else ""
+        t.add_row("Slurm job", f"{escape(job.job_id)} on {escape(job.nodelist or '?')} ({escape(job.state)}){mixed}")
     alloc = result.environment.get("loaded_libraries", {})
     loaded = [k for k in ("jemalloc", "tcmalloc") if alloc.get(k)]
     t.add_row("allocator", ", ".join(loaded) if loaded else "default (glibc)")

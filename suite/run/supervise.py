@@ -15,57 +15,25 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
 from harness.procstat import ROOT_PID_ENV
-from harness.records import StepRecord
 from suite.config import RunConfig, TorchrunLaunch
 from suite.run.header import planned_header
 from suite.run.launch import LaunchPlan, plan_launch
+from suite.run.leftovers import partial_ranks, steps_from_log, tail_progress
 from suite.run.options import ProgressCallback, Wrap
 from workloads.events import events_path
+from workloads.lifeline import HEARTBEAT_NAME, Heartbeat
 from workloads.measurement import RankMeasurement
 
 STOP_GRACE_S = 30.0
 """Seconds an interrupted rank gets to write its partial measurement before it is killed."""
 INTERRUPTED = "interrupted (SIGINT)"
 """The error of a run stopped by Ctrl-C or SIGTERM to trainbench (``interrupted`` starts it: exit 130)."""
-
-
-def _tail_progress(path: Path, offset: int, on_progress: ProgressCallback | None) -> int:
-    """Feed complete new lines of the progress log to ``on_progress``; returns the new offset."""
-    if not path.exists():
-        return offset
-    with path.open() as f:
-        f.seek(offset)
-        while True:
-            line = f.readline()
-            if not line.endswith("\n"):
-                break
-            offset += len(line.encode())
-            if on_progress is not None:
-                try:
-                    on_progress(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
-    return offset
-
-
-def steps_from_log(path: Path) -> list[StepRecord]:
-    """Step records from a rank's progress log (complete lines only; a torn last line is dropped)."""
-    if not path.exists():
-        return []
-    steps = []
-    for line in path.read_text(errors="replace").splitlines(keepends=True):
-        if not line.endswith("\n"):
-            break
-        try:
-            steps.append(StepRecord.from_dict(json.loads(line)))
-        except (json.JSONDecodeError, KeyError, ValueError, TypeError):
-            break
-    return steps
 
 
 def death_reason(code: int | None, hung_s: float | None) -> str:
@@ -137,44 +105,21 @@ def _stop(proc: subprocess.Popen[bytes], sig: int) -> None:
         proc.wait()
 
 
-def _local_rank_files(run_dir: Path, stem: str, suffix: str) -> list[Path]:
-    """Rank 0's file first, then ``<stem>-rank<r><suffix>`` in rank order."""
-    others = sorted(run_dir.glob(f"{stem}-rank*{suffix}"), key=lambda p: int(p.stem.rsplit("-rank", 1)[1]))
-    return [run_dir / f"{stem}{suffix}", *others]
-
-
-def _partial_ranks(run_dir: Path, reason: str) -> tuple[list[RankMeasurement], str]:
-    """Whatever each local rank left behind (its measurement file, else its progress log), and the error.
-
-    The error names every rank that failed, the ones that failed first (rather than
-    being stopped by the launcher because another rank failed) first.
-    """
-    ranks = []
-    for mpath in _local_rank_files(run_dir, "measurement", ".json"):
-        m = RankMeasurement.read(mpath)
-        if m is None:
-            continue  # no rank of that number ran on this host, or it died before writing anything
-        if not m.finished:
-            suffix = mpath.stem.removeprefix("measurement")
-            m.steps, m.windows = steps_from_log(run_dir / f"progress{suffix}.jsonl"), []
-            m.error = "stopped without finishing (killed, crashed or hung)"
-        m.complete = False
-        ranks.append(m)
-    failures = [(m.rank, str(m.error)) for m in ranks if m.error]
-    failures.sort(key=lambda f: f[1].startswith("interrupted"))
-    detail = "; ".join(f"rank {r}: {e}" for r, e in failures)
-    return ranks, f"{detail}; {reason}" if detail else reason
-
-
 def launch_rank(
     config: RunConfig,
     run_dir: Path,
     on_progress: ProgressCallback | None = None,
     wrap: Wrap | None = None,
+    on_plan: Callable[[LaunchPlan], None] | None = None,
     run_uid: str | None = None,
     deadline_unix_s: float | None = None,
 ) -> tuple[RankMeasurement | None, LaunchPlan, int]:
     """Start the rank(s), follow their progress and return the measurement.
+
+    While the ranks run, the supervisor beats a heartbeat in the run directory, which
+    the job file names (:mod:`workloads.lifeline`): ranks whose supervisor dies, however
+    it dies, stop within seconds and keep what they measured. ``on_plan`` receives the
+    launch plan just before the ranks start.
 
     On Ctrl-C (or SIGTERM to trainbench) the group is told to stop (SIGINT), given
     STOP_GRACE_S to write what it measured, then killed. If no rank finishes a first
@@ -216,11 +161,46 @@ def launch_rank(
         job_doc["run_uid"] = run_uid
     if deadline_unix_s is not None and config.windows.budget_s is not None:
         job_doc["deadline_unix_s"] = deadline_unix_s
-    job.write_text(json.dumps(job_doc, indent=1))
-    if on_progress is not None:
-        on_progress(planned_header(config, plan.environ()))
-    if wrap is not None:
-        plan = wrap(plan, run_dir)
+    heartbeat = Heartbeat(run_dir / HEARTBEAT_NAME).start()
+    try:
+        job_doc["lifeline"] = heartbeat.job_entry()
+        job.write_text(json.dumps(job_doc, indent=1))
+        if on_progress is not None:
+            on_progress(planned_header(config, plan.environ()))
+        if wrap is not None:
+            plan = wrap(plan, run_dir)
+        if on_plan is not None:
+            on_plan(plan)
+        code, interrupted, hung_s = _supervise(plan, config, run_dir, log, progress, on_progress)
+    finally:
+        heartbeat.stop()  # after the ranks have ended: a rank still running would now stop
+    reason = INTERRUPTED if interrupted else f"{death_reason(code, hung_s)}; see {log}"
+    measurement = RankMeasurement.read(out)
+    hosts = config.launch.host_count()
+    if hosts > 1 and code == 0 and not interrupted and not out.exists():
+        return None, plan, code
+    m = measurement or RankMeasurement()
+    distributed = plan.processes > 1 or hosts > 1
+    if distributed and not (m.complete and m.ranks):
+        ranks, error = partial_ranks(run_dir, reason)
+        first = ranks[0] if ranks else RankMeasurement()
+        m = first.model_copy(update={"ranks": ranks, "complete": False, "error": error})
+    elif not m.finished:
+        m.complete, m.error, m.steps, m.windows = False, reason, steps_from_log(progress), []
+    elif interrupted and m.error is None:
+        m.complete, m.error = False, INTERRUPTED
+    return m, plan, code
+
+
+def _supervise(
+    plan: LaunchPlan,
+    config: RunConfig,
+    run_dir: Path,
+    log: Path,
+    progress: Path,
+    on_progress: ProgressCallback | None,
+) -> tuple[int, bool, float | None]:
+    """Run the plan's process group to its end; return (exit status, interrupted, seconds hung or None)."""
     events = events_path(progress)
     offset = ev_offset = 0
     seen = 0
@@ -240,8 +220,8 @@ def launch_rank(
         try:
             while proc.poll() is None:
                 tree.refresh()
-                ev_offset = _tail_progress(events, ev_offset, on_progress)  # events first: they precede the steps
-                offset = _tail_progress(progress, offset, on_progress)
+                ev_offset = tail_progress(events, ev_offset, on_progress)  # events first: they precede the steps
+                offset = tail_progress(progress, offset, on_progress)
                 size = sum(p.stat().st_size for p in run_dir.glob("progress*.jsonl"))
                 now = time.monotonic()
                 if size != seen:
@@ -261,25 +241,9 @@ def launch_rank(
                 _stop(proc, signal.SIGTERM)
             _signal_group(proc, signal.SIGKILL)  # nothing of the run outlives it
             tree.kill_all()
-    _tail_progress(events, ev_offset, on_progress)
-    _tail_progress(progress, offset, on_progress)
-    code = proc.returncode
-    reason = INTERRUPTED if interrupted else f"{death_reason(code, hung_s)}; see {log}"
-    measurement = RankMeasurement.read(out)
-    hosts = config.launch.host_count()
-    if hosts > 1 and code == 0 and not interrupted and not out.exists():
-        return None, plan, code
-    m = measurement or RankMeasurement()
-    distributed = plan.processes > 1 or hosts > 1
-    if distributed and not (m.complete and m.ranks):
-        ranks, error = _partial_ranks(run_dir, reason)
-        first = ranks[0] if ranks else RankMeasurement()
-        m = first.model_copy(update={"ranks": ranks, "complete": False, "error": error})
-    elif not m.finished:
-        m.complete, m.error, m.steps, m.windows = False, reason, steps_from_log(progress), []
-    elif interrupted and m.error is None:
-        m.complete, m.error = False, INTERRUPTED
-    return m, plan, code
+    tail_progress(events, ev_offset, on_progress)
+    tail_progress(progress, offset, on_progress)
+    return proc.returncode, interrupted, hung_s
 
 
 def compares_single(config: RunConfig, plan: LaunchPlan) -> bool:

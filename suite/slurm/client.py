@@ -218,6 +218,15 @@ class SlurmClient:
         """``scontrol show hostnames NODELIST``: ``n[1-2]`` -> ``["n1", "n2"]``."""
         return self.run("scontrol", "show", "hostnames", nodelist).stdout.split()
 
+    def cluster_name(self) -> str | None:
+        """The cluster's ClusterName from ``scontrol show config`` (None when it cannot be read)."""
+        try:
+            proc = self.run("scontrol", "show", "config", check=False)
+        except SlurmError:
+            return None
+        found = re.search(r"^ClusterName\s*=\s*(\S+)", proc.stdout, re.M)
+        return found.group(1) if found else None
+
     def node_states(self) -> dict[str, str]:
         """Node name -> state (lower case, e.g. ``idle``, ``down*``) from sinfo."""
         out = self.run("sinfo", "-h", "-N", "-o", "%N %t").stdout

@@ -19,6 +19,8 @@ SCRIPT_NAME = "job.sbatch"
 """The batch script's name in the run directory."""
 VANISHED_POLLS = 3
 """Consecutive looks at which neither scontrol nor sacct knows the job before it counts as lost."""
+UNANSWERED_POLLS = 10
+"""Consecutive looks at which the controller does not answer (e.g. while it restarts) before following stops."""
 
 Clock = Callable[[], float]
 
@@ -60,14 +62,23 @@ def follow(
     Raises:
         QueueTimeoutError: still pending after ``queue_timeout_s``; the job was cancelled and the
             message gives Slurm's pending reason.
-        SlurmError: the job vanished (neither scontrol nor sacct knows it).
+        SlurmError: the job vanished (neither scontrol nor sacct knows it), or the controller did
+            not answer :data:`UNANSWERED_POLLS` looks in a row (the last error is passed on).
         KeyboardInterrupt: passed on; the caller cancels the job (:func:`cancel`).
     """
     start = clock()
     last: tuple[str, str | None] | None = None
-    missing = 0
+    missing = unanswered = 0
     while True:
-        info = client.job(job_id)
+        try:
+            info = client.job(job_id)
+            unanswered = 0
+        except SlurmError:
+            unanswered += 1
+            if unanswered >= UNANSWERED_POLLS:
+                raise
+            sleep(poll_s)
+            continue
         if info is None:
             missing += 1
             if missing >= VANISHED_POLLS:

@@ -77,22 +77,26 @@ def fingerprint(system: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def node_systems(ranks: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Group the ranks' system descriptions by node.
+    """Group the ranks' system descriptions (and utilization readings) by node.
 
     Args:
-        ranks: the gathered rank measurements (each with ``rank`` and ``system``).
+        ranks: the gathered rank measurements (each with ``rank`` and ``system``, optionally
+            ``utilization``: the sampler's readings).
 
     Returns:
-        ``{"nodes": [{"hostname", "ranks", "system"}...], "heterogeneous": bool,
-        "differences": {field: {hostname: value}}}``, nodes in order of their lowest rank. A
-        rank without a system description (it died before capturing one) is listed under
-        ``"unknown"``.
+        ``{"nodes": [{"hostname", "ranks", "system", "utilization"}...], "heterogeneous": bool,
+        "differences": {field: {hostname: value}}}``, nodes in order of their lowest rank, each
+        with its lowest rank's description and readings (the result's ``nodes``,
+        :class:`suite.results.Nodes`). A rank without a system description (it died before
+        capturing one) is listed under ``"unknown"``.
     """
     by_host: dict[str, dict[str, Any]] = {}
     for m in sorted(ranks, key=lambda r: int(r.get("rank") or 0)):
         system = m.get("system") or {}
         host = str(_get(system, "host", "hostname") or "unknown")
-        entry = by_host.setdefault(host, {"hostname": host, "ranks": [], "system": system})
+        entry = by_host.setdefault(
+            host, {"hostname": host, "ranks": [], "system": system, "utilization": list(m.get("utilization") or [])}
+        )
         entry["ranks"].append(m.get("rank"))
     prints = {host: fingerprint(e["system"]) for host, e in by_host.items() if e["system"]}
     differences: dict[str, dict[str, Any]] = {}

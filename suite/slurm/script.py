@@ -56,17 +56,25 @@ class RankCommand:
         rank_args: the rank's arguments after the interpreter: ``-m workloads.rank --job ... --out ...``.
         head: for inline/run_cpu, the argv before ``rank_args``, with :data:`PY` for the interpreter
             (e.g. a numactl binding, or ``PY -m torch.backends.xeon.run_cpu ... --no-python PY``).
-        env: variables every rank gets (allocator preload, OpenMP settings).
+        env: variables every rank gets (OpenMP settings, MALLOC_CONF); no host paths.
+        allocator: the allocator to preload (``default``, ``jemalloc``, ``tcmalloc``), found on each
+            node by :mod:`suite.slurm.node_env`, since its path there may differ from this host's.
     """
 
     launcher: str
     rank_args: tuple[str, ...]
     head: tuple[str, ...] = (PY,)
     env: dict[str, str] = field(default_factory=dict)
+    allocator: str = "default"
 
 
-def rank_command(command: list[str], launcher: str, env: dict[str, str], python: str = sys.executable) -> RankCommand:
+def rank_command(
+    command: list[str], launcher: str, env: dict[str, str], python: str = sys.executable, allocator: str = "default"
+) -> RankCommand:
     """The :class:`RankCommand` of a local launch plan (``plan.command``, ``plan.launcher``, ``plan.env_set``).
+
+    The plan should be made with ``allocator=default`` and the wanted allocator passed
+    here: a plan's ``LD_PRELOAD`` names a library path of this host.
 
     Raises:
         SlurmError: the command does not run ``-m workloads.rank``, or the launcher is unknown.
@@ -78,7 +86,8 @@ def rank_command(command: list[str], launcher: str, env: dict[str, str], python:
     except StopIteration:
         raise SlurmError(f"not a rank command (no '-m workloads.rank'): {shlex.join(command)}") from None
     head = tuple(PY if arg == python else arg for arg in command[: i - 1])
-    return RankCommand(launcher, tuple(command[i - 1 :]), head if launcher in ("inline", "run_cpu") else (PY,), env)
+    head = head if launcher in ("inline", "run_cpu") else (PY,)
+    return RankCommand(launcher, tuple(command[i - 1 :]), head, env, allocator)
 
 
 def _line(tokens: list[str]) -> str:
@@ -129,17 +138,25 @@ def _header(options: SlurmOptions, run_dir: Path, title: str) -> list[str]:
     ]
 
 
+def _preload(rank: RankCommand) -> list[str]:
+    """The node-side allocator lookup that starts the rank's process (nothing for the default allocator)."""
+    if rank.allocator == "default":
+        return []
+    return [PY, "-m", "suite.slurm.node_env", f"--allocator={rank.allocator}", "--"]
+
+
 def _steps(options: SlurmOptions, rank: RankCommand, run_dir: Path) -> list[str]:
     container = _container(options, run_dir)
     srun = ["srun", "--export=ALL", "--kill-on-bad-exit=1", *container]
     k = options.ntasks_per_node
+    preload = _preload(rank)
     if rank.launcher in ("inline", "run_cpu"):
         if options.ntasks != 1:
             raise SlurmError(
                 f"launcher {rank.launcher} starts one rank, but the job asks for {options.nodes} node(s) x {k} "
                 "rank(s); use --nodes 1 --ntasks-per-node 1, or a distributed workload (torchrun, horovodrun)"
             )
-        return [_line([*srun, "--ntasks=1", *rank.head, *rank.rank_args])]
+        return [_line([*srun, "--ntasks=1", *preload, *rank.head, *rank.rank_args])]
     if rank.launcher == "torchrun":
         cpus = [f"--cpus-per-task={k * options.cpus_per_task}"] if options.cpus_per_task else []
         torchrun = [
@@ -152,10 +169,10 @@ def _steps(options: SlurmOptions, rank: RankCommand, run_dir: Path) -> list[str]
             Shell('--rdzv-endpoint="$HEAD:$PORT"'),
             Shell('--rdzv-id="$SLURM_JOB_ID"'),
         ]
-        step = [*srun, Shell('--ntasks="$SLURM_NNODES"'), "--ntasks-per-node=1", *cpus, "--label", *torchrun]
-        return [_line([*step, *rank.rank_args])]
+        step = [*srun, Shell('--ntasks="$SLURM_NNODES"'), "--ntasks-per-node=1", *cpus, "--label"]
+        return [_line([*step, *preload, *torchrun, *rank.rank_args])]
     hvd = [PY, "-m", "suite.slurm.horovod_gloo"]
-    rank_cmd = [PY, *rank.rank_args]
+    rank_cmd = [*preload, PY, *rank.rank_args]
     server = [*srun, "--overlap", "--nodes=1", "--ntasks=1", Shell('--nodelist="$HEAD"'), *hvd, "serve"]
     slots = [*srun, "--overlap", Shell('--ntasks="$SLURM_NTASKS"'), f"--ntasks-per-node={k}", "--label"]
     return [

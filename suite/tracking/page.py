@@ -10,6 +10,7 @@ hardware facts that MLflow's search and compare views filter on.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from suite import labels
@@ -167,7 +168,8 @@ def tags(result: Result) -> dict[str, str]:
     ``.torch_cpu_capability``, ``.precision`` (the rank's decision and its reason), ``.gpu``, ``.torch``,
     ``.cuda``, ``.runtime`` (``local``/``docker``), ``.image`` and ``.image_id`` (the
     image digest) in a container, ``.slurm_job`` (and ``.slurm_nodelist``,
-    ``.slurm_partition``) where the run recorded a Slurm job.
+    ``.slurm_partition``) where the run recorded a Slurm job, and the nodes of a
+    multi-node run (:func:`node_tags`).
     """
     env = result.environment
     torch = env.get("torch") or {}
@@ -187,6 +189,7 @@ def tags(result: Result) -> dict[str, str]:
     }
     for key, value in labels.slurm_job(result).items():
         out[f"trainbench.slurm_{key}"] = value
+    out.update(node_tags(result))
     if result.summary is not None:
         out["trainbench.throughput_ci95"] = interval_words(result)[0]
         out["trainbench.steady_state"] = result.summary.steady_state.status
@@ -223,6 +226,34 @@ def tags(result: Result) -> dict[str, str]:
     if result.error:
         out["trainbench.error"] = result.error
     return {k: plain(v)[:TAG_MAX] if k != "mlflow.note.content" else str(v)[:TAG_MAX] for k, v in out.items() if v}
+
+
+def node_id(hostname: str) -> str:
+    """A node's id in metric and tag names (``system/<node id>/...``): its host name, other characters ``_``."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", hostname)[:64] or "unknown"
+
+
+MAX_NODE_TAGS = 64
+"""Nodes that get a hardware tag of their own (a larger job lists the count only)."""
+
+
+def node_tags(result: Result) -> dict[str, str]:
+    """The nodes of a multi-node run: ``trainbench.nodes`` (count and names), ``trainbench.nodes_heterogeneous``
+    (``false``, or the differing fields), and ``trainbench.node.<host>`` (CPU, cores, GPUs) for each node."""
+    if result.nodes is None or len(result.nodes.nodes) < 2:
+        return {}
+    nodes = result.nodes
+    names = [n.hostname for n in nodes.nodes]
+    out = {
+        "trainbench.nodes": f"{len(names)}: {', '.join(names)}",
+        "trainbench.nodes_heterogeneous": "true: " + ", ".join(nodes.differences) if nodes.heterogeneous else "false",
+    }
+    for n in nodes.nodes[:MAX_NODE_TAGS]:
+        cpu = str((n.system.get("cpu") or {}).get("model"))
+        out[f"trainbench.node.{node_id(n.hostname)}"] = (
+            f"{cpu}; {labels.cores_text(n.system)}; GPU {labels.gpu_text(n.system)}"
+        )
+    return out
 
 
 def params(result: Result) -> dict[str, str]:

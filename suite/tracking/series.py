@@ -23,9 +23,10 @@ from datetime import datetime
 from mlflow.entities import Metric
 
 from harness.records import Phase
+from harness.sampler import UtilizationSample
 from harness.stats import combine_ranks
 from suite.results import Result
-from suite.tracking.page import relative_half_width
+from suite.tracking.page import node_id, relative_half_width
 
 SYSTEM_PREFIX = "system/"
 """MLflow's system-metrics namespace (``mlflow.system_metrics``; the UI matches ``^system/``)."""
@@ -183,13 +184,29 @@ def history(result: Result) -> list[Metric]:
     return out
 
 
-def system_metrics(result: Result) -> list[Metric]:
-    """The sampler's readings under ``system/``: mean CPU utilization and process-tree RSS, one step per reading."""
-    origin, _ = clock(result)
+def _readings(samples: list[UtilizationSample], prefix: str, origin: float) -> list[Metric]:
     out: list[Metric] = []
-    for i, u in enumerate(result.utilization):
+    for i, u in enumerate(samples):
         ts = int((origin + u.t_s) * 1000)
         if u.cpu_percent:
-            out.append(Metric(CPU_KEY, _round(sum(u.cpu_percent) / len(u.cpu_percent)), ts, i))
-        out.append(Metric(RSS_KEY, _round(u.rss_bytes / 1e6), ts, i))
+            out.append(
+                Metric(
+                    prefix + CPU_KEY.removeprefix(SYSTEM_PREFIX), _round(sum(u.cpu_percent) / len(u.cpu_percent)), ts, i
+                )
+            )
+        out.append(Metric(prefix + RSS_KEY.removeprefix(SYSTEM_PREFIX), _round(u.rss_bytes / 1e6), ts, i))
     return out
+
+
+def system_metrics(result: Result) -> list[Metric]:
+    """The sampler's readings under ``system/``: mean CPU utilization and process-tree RSS, one step per reading.
+
+    A run on several nodes keeps each node's readings apart, with the node's id in the
+    prefix as MLflow's system metrics do for distributed runs
+    (``mlflow.system_metrics.set_system_metrics_node_id``): ``system/<node>/cpu_utilization_percentage``.
+    """
+    origin, _ = clock(result)
+    nodes = result.nodes.nodes if result.nodes is not None else []
+    if len(nodes) > 1:
+        return [m for n in nodes for m in _readings(n.utilization, f"{SYSTEM_PREFIX}{node_id(n.hostname)}/", origin)]
+    return _readings(result.utilization, SYSTEM_PREFIX, origin)

@@ -63,3 +63,42 @@ def test_rank_in_a_container_stops_when_the_hosts_supervisor_heartbeat_stops(eng
     m = json.loads((tmp_path / "measurement.json").read_text())
     assert m["complete"] is False and "lost its supervisor" in m["error"]
     assert len([s for s in m["steps"] if s["phase"] == "measurement"]) >= 2
+
+
+def test_trainbench_run_in_docker_killed_with_sigkill_leaves_no_rank_running(engine: Any, tmp_path: Path) -> None:
+    """The whole path a user takes: ``trainbench run --runtime docker`` dies by SIGKILL; its container's rank stops."""
+    from tests.faults.helpers import start_run
+    from tests.run.test_orphans import rank_processes
+
+    if not engine.images.list(name="trainbench-cpu"):
+        _skip_or_fail("image trainbench-cpu is not built here; run `make images` to run the container tests")
+    out = tmp_path / "o"
+    run = start_run(tmp_path, "--set", "measure_steps=100000", "--set", "precision=fp32", "--runtime", "docker")
+
+    def containers() -> list[Any]:
+        found = engine.containers.list(filters={"label": "org.trainbench.workload"})
+        return [c for c in found if c.labels.get("org.trainbench.run-dir", "").startswith(str(out))]
+
+    try:
+        deadline = time.monotonic() + 300
+        while sum(p.read_text().count('"measurement"') for p in out.rglob("progress.jsonl")) < 2:
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.2)
+        assert containers(), "the rank runs in its container before the supervisor is killed"
+        run.kill()  # SIGKILL: no clean-up runs in trainbench
+        killed = time.monotonic()
+        run.communicate()
+        while containers() or rank_processes(str(out)):
+            assert time.monotonic() - killed < 60, "the containerized rank outlived its supervisor by a minute"
+            time.sleep(0.1)
+        took = time.monotonic() - killed
+    finally:
+        if run.poll() is None:
+            run.kill()
+        for c in containers():
+            c.remove(force=True)
+    print(f"containerized rank (trainbench run --runtime docker) gone {took:.1f} s after the supervisor's SIGKILL")
+    assert took < 10
+    [measurement] = list(out.rglob("measurement.json"))
+    m = json.loads(measurement.read_text())
+    assert m["complete"] is False and "lost its supervisor" in m["error"]

@@ -12,20 +12,15 @@ client and munge, the tests that need the cluster are skipped with the reason;
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from suite.run.launch import plan_launch
 from suite.slurm.cluster import Cluster
-from suite.slurm.script import RankCommand, rank_command
-from suite.specs import resolve
 
 REQUIRED = os.environ.get("TRAINBENCH_REQUIRE_DOCKER") == "1"
 
@@ -42,7 +37,7 @@ TINY = [
     "sampler_interval_s=0.2",
     "nproc_per_node=1",
 ]
-"""A real fp32 ResNet-50 rank at batch 2 and 64x64 images, one rank per node."""
+"""A real fp32 ResNet-50 rank at batch 2 and 64x64 images, one rank per node (``--set`` values)."""
 
 
 def _skip_or_fail(reason: str) -> None:
@@ -85,17 +80,3 @@ def run_dir(slurm_cluster: Cluster) -> Path:
     path = Path(slurm_cluster.shared[0]) / f"run-{uuid.uuid4().hex[:8]}"
     path.mkdir()
     return path
-
-
-def rank_job(run_dir: Path, workload: str, overrides: list[str]) -> RankCommand:
-    """Write the job file of ``workload`` (TINY plus ``overrides``) into ``run_dir``; return its rank command."""
-    config = resolve(workload, overrides=[*TINY, *overrides])
-    plan = plan_launch(config.launch, run_dir / "job.json", run_dir / "measurement.json", run_dir / "progress.jsonl")
-    (run_dir / "job.json").write_text(json.dumps(config.job()))
-    return rank_command(plan.command, plan.launcher, plan.env_set)
-
-
-def measurement(run_dir: Path) -> dict[str, Any]:
-    """Rank 0's measurement file (``{}`` when there is none)."""
-    path = run_dir / "measurement.json"
-    return json.loads(path.read_text()) if path.exists() else {}

@@ -11,14 +11,10 @@ import json
 import time
 from pathlib import Path
 
-import pytest
-
 from suite.slurm.cluster import Cluster
 from suite.slurm.follow import describe_end, follow, submit
-from suite.slurm.identity import job_identity, node_systems
 from suite.slurm.options import SlurmOptions
 from suite.slurm.script import RankCommand, sbatch_script
-from tests.slurm.conftest import measurement, rank_job
 
 ALL_REDUCE = """
 import json, os, socket, sys
@@ -86,29 +82,3 @@ def test_horovod_gloo_ranks_on_two_nodes_without_ssh(slurm_cluster: Cluster, run
     assert [r["sum"] for r in ranks] == [3.0, 3.0] and all(r["gloo"] for r in ranks)
     assert sorted((r["cross_rank"], r["local_rank"], r["size"]) for r in ranks) == [(0, 0, 2), (1, 0, 2)]
     assert "Horovod rendezvous on n1" in (run_dir / "hvd-rendezvous.log").read_text()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("workload", "overrides"),
-    [("numa-ddp", ["compare_single=false"]), ("resnet50-gpu-horovod", ["device=cpu"])],
-)
-def test_workload_ranks_on_two_nodes_gather_one_measurement(
-    slurm_cluster: Cluster, run_dir: Path, workload: str, overrides: list[str]
-) -> None:
-    rank = rank_job(run_dir, workload, overrides)
-    job, seconds = _run(slurm_cluster, run_dir, rank)
-    print(f"{workload} on 2 nodes, job {job}: submit to end {seconds:.1f} s")
-    m = measurement(run_dir)
-    assert m["complete"] is True and m["error"] is None and m["world_size"] == 2
-    hosts = {r["rank"]: r["system"]["host"]["hostname"] for r in m["ranks"]}
-    assert hosts == {0: "n1", 1: "n2"} or hosts == {0: "n2", 1: "n1"}
-    assert all(len([s for s in r["steps"] if s["phase"] == "measurement"]) == 3 for r in m["ranks"])
-    nodes = node_systems(m["ranks"])
-    assert [n["hostname"] for n in nodes["nodes"]] == [hosts[0], hosts[1]]
-    assert nodes["heterogeneous"] is False, nodes["differences"]
-    info = slurm_cluster.client().job(job)
-    assert info is not None
-    identity = job_identity(info, slurm_cluster.client().hostnames(info.nodelist or ""), slurm_cluster.name)
-    assert identity["job_id"] == job and identity["nodes"] == ["n1", "n2"] and identity["num_nodes"] == 2
-    assert identity["partition"] == "debug" and identity["nodelist"] == "n[1-2]"

@@ -44,13 +44,17 @@ def test_rungs_that_cannot_help_are_skipped_with_the_reason_and_the_rest_build_o
 def test_rung_lists_and_overrides_are_checked_before_anything_runs() -> None:
     assert parse_rungs(None) == list(RUNGS)
     assert parse_rungs("fp32,channels_last,bf16") == ["fp32", "bf16", "channels_last"]
-    for bad, words in (("bf16,channels_last", "starts at fp32"), ("fp32,turbo", "unknown rung"), ("fp32,fp32", "twice")):
+    for bad, words in (
+        ("bf16,channels_last", "starts at fp32"),
+        ("fp32,turbo", "unknown rung"),
+        ("fp32,fp32", "twice"),
+    ):
         with pytest.raises(ConfigError, match=words):
             parse_rungs(bad)
     host = Host(ZEN4, "g++", "jemalloc", 2)
-    with pytest.raises(ConfigError, match="the ladder sets .* itself"):
+    with pytest.raises(ConfigError, match=r"the ladder sets .* itself"):
         plan_ladder("resnet50-cpu", None, ["precision=bf16"], ["fp32"], host)
-    with pytest.raises(ConfigError, match="ladder rung fp32: .*batch_size"):
+    with pytest.raises(ConfigError, match=r"ladder rung fp32: .*batch_size"):
         plan_ladder("resnet50-cpu", None, ["batch_size=0"], ["fp32"], host)
     with pytest.raises(ConfigError, match="no precision, channels_last, compile setting"):
         plan_ladder("mnist-dataheavy", None, [], ["fp32"], host)
@@ -64,7 +68,9 @@ def test_this_host_reads_the_machine() -> None:
 
 
 def test_run_config_files_round_trip_and_refuse_what_they_are_not(tmp_path: Path) -> None:
-    path = write_config_file(tmp_path / "c.json", RunConfigFile(workload="resnet50-cpu", profile="quick", overrides=TINY))
+    path = write_config_file(
+        tmp_path / "c.json", RunConfigFile(workload="resnet50-cpu", profile="quick", overrides=TINY)
+    )
     assert read_config_file(path) == RunConfigFile(workload="resnet50-cpu", profile="quick", overrides=TINY)
     (tmp_path / "bad.json").write_text('{"workload": "resnet50-cpu", "overides": []}')
     with pytest.raises(ConfigFileError, match="overides: Extra inputs are not permitted"):

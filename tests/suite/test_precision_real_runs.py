@@ -22,7 +22,9 @@ pytestmark = pytest.mark.skipif(platform.machine() != "x86_64", reason="the AVX2
 
 def test_auto_picks_fp32_when_the_isa_is_capped_to_avx2(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    proc = trainbench("run", "resnet50-cpu", *TINY_RUN, "--no-tracking", "--output-dir", str(out), cwd=tmp_path, env=AVX2)
+    proc = trainbench(
+        "run", "resnet50-cpu", *TINY_RUN, "--no-tracking", "--output-dir", str(out), cwd=tmp_path, env=AVX2
+    )
     assert proc.returncode == 0, proc.stderr + proc.stdout
     head = proc.stdout.split("repeat 1/1")[0]  # what came before the progress line and the table
     assert "matrix ISA: AVX2" in head and "bf16 emulated" in head
