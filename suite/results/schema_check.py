@@ -74,7 +74,8 @@ def _shape(item: Any, valued: frozenset[str]) -> Any:
             return None
         else:
             kind = _json_type(v)
-        out.append((k, kind, v if (isinstance(v, str) or k in valued) else None))
+        value = tuple(v) if isinstance(v, list) else v  # hashable: the items are scalars here
+        out.append((k, kind, value if (isinstance(v, str) or k in valued) else None))
     return tuple(sorted(out, key=lambda x: x[0]))
 
 
