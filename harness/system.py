@@ -20,6 +20,7 @@ from typing import Any
 
 import psutil
 
+from harness.gpus import gpu_devices
 from harness.isa import IsaInfo, detect_isa
 
 PERF_ENV_PATTERN = re.compile(
@@ -125,36 +126,9 @@ def _cpu() -> dict[str, Any]:
     info.update(
         logical_cores=psutil.cpu_count(logical=True),
         physical_cores=psutil.cpu_count(logical=False),
-        max_mhz=freq.max if freq else None,
+        max_mhz=freq.max if freq and freq.max > 0 else None,  # 0.0 where a VM hides it
     )
     return info
-
-
-def gpu_devices() -> dict[str, Any]:
-    """NVIDIA GPUs from NVML: ``{"devices": [...], "driver": ...}`` or ``{"devices": [], "note": why}``."""
-    try:
-        import pynvml
-    except ImportError:
-        return {"devices": [], "note": "nvidia-ml-py not installed"}
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # no driver: the common CPU-only case
-        return {"devices": [], "note": f"NVML unavailable: {exc}"}
-    try:
-        devices = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            devices.append(
-                {
-                    "index": i,
-                    "name": pynvml.nvmlDeviceGetName(h),
-                    "uuid": pynvml.nvmlDeviceGetUUID(h),
-                    "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(h).total),
-                }
-            )
-        return {"devices": devices, "driver": pynvml.nvmlSystemGetDriverVersion()}
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def _container() -> dict[str, Any]:

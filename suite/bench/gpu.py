@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,13 +102,20 @@ def run_ladder(
     output_dir: Path,
     console: Console,
     wrap: Wrap | None = None,
+    cells: list[Rung] | None = None,
+    on_cell: Callable[[list[Rung]], None] | None = None,
 ) -> list[Rung]:
     """Run every (rung, batch size) through ``trainbench run``'s path; a failed cell is kept as None.
 
+    Each cell is appended to ``cells`` (a new list by default) as soon as it ends, and
+    ``on_cell(cells)`` is called then, so an interrupted ladder keeps the cells it measured.
+
     Raises:
         suite.specs.ConfigError: an override in ``extra`` is invalid.
+        KeyboardInterrupt: Ctrl-C (or SIGTERM, with :func:`suite.console.stop_on_sigterm`) stopped
+            a cell; that cell is in ``cells`` with no throughput and its incomplete result's path.
     """
-    cells: list[Rung] = []
+    cells = [] if cells is None else cells
     for batch in batch_sizes:
         for name in rungs:
             config = resolve(
@@ -129,7 +137,12 @@ def run_ladder(
                 outcome = execute(config, RunOptions(output_dir=output_dir, tracking_uri=None, wrap=wrap))
             except RunError as exc:
                 console.print(f"[red]{name} at batch {batch} failed:[/red] {escape(str(exc))}")
-                cells.append(Rung(name, batch, None, None, None, "?", None))
+                kept = str(exc.result_path) if exc.result_path else None
+                cells.append(Rung(name, batch, None, None, None, "?", kept))
+                if on_cell:
+                    on_cell(cells)
+                if exc.exit_code == 130:  # interrupted: the ladder stops here, not at the next cell
+                    raise KeyboardInterrupt from exc
                 continue
             r = outcome.result
             world = max(1, r.world_size)
@@ -139,6 +152,8 @@ def run_ladder(
             size = int(r.config.params.get("image_size", 224))
             util = utilization(per, size, device) if per is not None else None
             cells.append(Rung(name, batch, total, per, util, device, str(outcome.result_path)))
+            if on_cell:
+                on_cell(cells)
             console.print(
                 f"{name:<20} batch {batch:>4}: {total or 0:10.1f} images/s on {world} x {device} "
                 f"({time.perf_counter() - t0:.0f} s) -> {outcome.result_path}"
@@ -177,12 +192,30 @@ def main(
     output_dir: Path,
     wrap: Wrap | None = None,
 ) -> dict[str, Any]:
-    """Run the ladder, print it, and write the figures to ``output_dir/bench-gpu.json``."""
+    """Run the ladder, print it, and write the figures to ``output_dir/bench-gpu.json``.
+
+    The file is rewritten after every cell. When Ctrl-C or SIGTERM stops the ladder, the
+    cells measured so far are printed and kept, and the document has ``"complete": false``.
+
+    Returns:
+        ``{"steps", "overrides", "complete", "cells": [Rung fields...], "path"}``.
+    """
     console = Console()
-    cells = run_ladder(rungs, batch_sizes, steps, extra, output_dir, console, wrap)
-    report(cells, console)
-    doc = {"steps": steps, "overrides": extra, "cells": [c.__dict__ for c in cells]}
     output_dir.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
-        (output_dir / "bench-gpu.json").write_text(json.dumps(doc, indent=1))
+    path = output_dir / "bench-gpu.json"
+    doc: dict[str, Any] = {"steps": steps, "overrides": extra, "complete": False, "cells": [], "path": str(path)}
+
+    def save(cells: list[Rung]) -> None:
+        doc["cells"] = [c.__dict__ for c in cells]
+        with contextlib.suppress(OSError):
+            path.write_text(json.dumps(doc, indent=1))
+
+    cells: list[Rung] = []
+    try:
+        run_ladder(rungs, batch_sizes, steps, extra, output_dir, console, wrap, cells, save)
+        doc["complete"] = True
+    except KeyboardInterrupt:
+        console.print(f"[yellow]bench-gpu interrupted after {len(cells)} cell(s)[/yellow]")
+    report(cells, console)
+    save(cells)
     return doc

@@ -97,7 +97,10 @@ def bench_gpu(
         raise BadInput("--batch-sizes must be >= 1 and --steps >= 2")
     config = resolve("resnet50-gpu-horovod", "quick", list(overrides))
     wrap = runtime_wrapper(runtime, config)
-    bench_gpu_main(chosen, sizes, steps, list(overrides), output_dir.resolve(), wrap)
+    stop_on_sigterm()  # a supervisor's SIGTERM stops the ladder like Ctrl-C: the cells measured are kept
+    doc = bench_gpu_main(chosen, sizes, steps, list(overrides), output_dir.resolve(), wrap)
+    if not doc["complete"]:
+        raise Interrupted(f"bench-gpu interrupted; the {len(doc['cells'])} cell(s) measured are in {doc['path']}")
 
 
 @click.command("bench-mnist")

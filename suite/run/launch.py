@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.system import gpu_devices, numa_topology, parse_cpulist
+from harness.gpus import gpu_devices
+from harness.system import numa_topology, parse_cpulist
 from suite.config import HorovodrunLaunch, InlineLaunch, LaunchBase, RunCpuLaunch, TorchrunLaunch
 from suite.run.allocators import JEMALLOC_CONF, LIB_DIRS, allocator_library
 from suite.run.options import LaunchError

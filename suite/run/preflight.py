@@ -7,7 +7,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from harness.system import gpu_devices
+from harness.gpus import gpu_devices
 from suite.config import RunConfig
 from suite.cost import compute_cost
 from suite.run.launch import plan_launch

@@ -45,7 +45,7 @@ def test_too_little_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_gpu_workload_without_a_gpu(tmp_path: Path) -> None:
-    from harness.system import gpu_devices
+    from harness.gpus import gpu_devices
 
     if gpu_devices()["devices"]:
         pytest.skip("this machine has a GPU")
