@@ -74,15 +74,26 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+DOCKER_FIXTURES = frozenset({"engine", "slurm_cluster"})
+"""Fixtures that need a Docker engine (the images' fixtures and the demo cluster build on them): a test
+using one is marked ``docker``, so ``.ci/run`` can run the other tests while the images build."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip tests marked ``gpu`` when no CUDA device is visible (they run on GPU hosts), and
     tests marked ``numactl`` when numactl is not installed, unless ``TRAINBENCH_REQUIRE_NUMACTL=1``
-    (``.ci/run`` sets it, so in CI a missing numactl fails them instead)."""
+    (``.ci/run`` sets it, so in CI a missing numactl fails them instead); mark ``docker`` the tests
+    that use :data:`DOCKER_FIXTURES`."""
     if shutil.which("numactl") is None and os.environ.get("TRAINBENCH_REQUIRE_NUMACTL") != "1":
         skip_numa = pytest.mark.skip(reason="needs numactl to bind ranks to CPUs (apt-get install numactl)")
         for item in items:
             if item.get_closest_marker("numactl"):
                 item.add_marker(skip_numa)
+    for item in items:  # what needs the Docker engine, found by its fixtures (``.ci/run`` runs it after the builds)
+        callspec = getattr(item, "callspec", None)
+        params = set(callspec.params) if callspec is not None else set()  # e.g. a parameter named "engine"
+        if DOCKER_FIXTURES & (set(getattr(item, "fixturenames", ())) - params):
+            item.add_marker(pytest.mark.docker)
     marked = [item for item in items if item.get_closest_marker("gpu")]
     if not marked:
         return
