@@ -9,6 +9,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from suite.commands.options import tracking_options
 from suite.console import console, stop_on_sigterm
 from suite.errors import Interrupted, RunFailed, TrackingFailed
 
@@ -35,12 +36,7 @@ from suite.errors import Interrupted, RunFailed, TrackingFailed
     show_default=True,
     help="Where the rungs' results and the ladder's files are written.",
 )
-@click.option(
-    "--tracking-uri",
-    envvar="MLFLOW_TRACKING_URI",
-    help="MLflow tracking URI [default: sqlite:///mlflow.db in the current directory].",
-)
-@click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (the result files are still written).")
+@tracking_options("the result files are")
 def ladder(
     workload: str,
     profile: str | None,

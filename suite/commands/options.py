@@ -26,6 +26,18 @@ from suite.run.options import Wrap
 from suite.slurm.options import SlurmOptions, SlurmRuntime
 
 
+def tracking_options(logged: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--tracking-uri`` (default ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db`` here) and
+    ``--no-tracking`` for a command whose ``logged`` (e.g. "the result JSON") is written either way."""
+    uri = click.option(
+        "--tracking-uri",
+        envvar="MLFLOW_TRACKING_URI",
+        help="MLflow tracking URI [default: sqlite:///mlflow.db in the current directory].",
+    )
+    off = click.option("--no-tracking", is_flag=True, help=f"Do not log to MLflow ({logged} still written).")
+    return lambda command: uri(off(command))
+
+
 @dataclass(frozen=True)
 class LocalRuntime:
     """``--runtime local``: the rank runs on the host, beside trainbench."""

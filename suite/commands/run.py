@@ -12,7 +12,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from suite.commands.options import LocalRuntime, Runtime, runtime_options, runtime_wrapper
+from suite.commands.options import LocalRuntime, Runtime, runtime_options, runtime_wrapper, tracking_options
 from suite.console import console, stop_on_sigterm, warn
 from suite.errors import Interrupted, RunFailed, TrackingFailed
 from suite.extras import require
@@ -45,12 +45,7 @@ from suite.specs import RunConfig, resolve
     show_default=True,
     help="Where result files are written.",
 )
-@click.option(
-    "--tracking-uri",
-    envvar="MLFLOW_TRACKING_URI",
-    help="MLflow tracking URI [default: sqlite:///mlflow.db in the current directory].",
-)
-@click.option("--no-tracking", is_flag=True, help="Do not log to MLflow (the result JSON is still written).")
+@tracking_options("the result JSON is")
 @click.option("--system", help="System name recorded in the result [default: host name].")
 @click.option("--price-per-hour", type=float, help="Machine price in USD/hour, for samples per dollar.")
 @click.option("--instance-type", help="Look the price up in the price table (see `trainbench prices`).")

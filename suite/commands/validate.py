@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from suite.commands.options import tracking_options
 from suite.console import console, err, markup
 from suite.errors import BadInput, RunFailed, TrackingError
 from suite.rules import RULES_PATH, load_rules
@@ -135,12 +136,7 @@ def validate(
     help="Where report.md, report.json and report.png are written.",
 )
 @click.option("--no-published", is_flag=True, help="Rank only submitted systems, without the cited reference figures.")
-@click.option(
-    "--tracking-uri",
-    envvar="MLFLOW_TRACKING_URI",
-    help="MLflow tracking URI [default: sqlite:///mlflow.db in the current directory].",
-)
-@click.option("--no-tracking", is_flag=True, help="Do not log the report to MLflow.")
+@tracking_options("the report files are")
 def report(
     path: Path,
     bands_path: Path | None,
