@@ -130,12 +130,18 @@ class Heartbeat:
                 self.path.unlink()
 
     def job_entry(self, timeout_s: float = TIMEOUT_S, grace_s: float = GRACE_S) -> dict[str, Any]:
-        """The job file's ``lifeline`` entry that points the ranks at this heartbeat."""
+        """The job file's ``lifeline`` entry that points the ranks at this heartbeat.
+
+        ``supervisor_pid`` is None when the supervisor is its PID namespace's init (pid 1, e.g.
+        ``trainbench run`` as a container's entrypoint): when it dies the kernel kills every
+        process of the namespace, so there is no parent death to watch for.
+        """
+        pid = os.getpid()
         return {
             "path": str(self.path),
             "timeout_s": timeout_s,
             "grace_s": grace_s,
-            "supervisor_pid": os.getpid(),
+            "supervisor_pid": pid if pid > 1 else None,
             "supervisor_host": socket.gethostname(),
         }
 

@@ -104,7 +104,8 @@ def test_dataloader_worker_crash_fails_the_run(tmp_path: Path) -> None:
         tmp_path, "--set", "num_workers=1", "--set", "measure_seconds=600", tracking=["--tracking-uri", uri]
     )
     wait_for_measurement(tmp_path)
-    workers = rank_process(run).children()
+    # the rank's children: its DataLoader worker and the utilization sampler (python -m harness.procstat)
+    workers = [c for c in rank_process(run).children() if "harness.procstat" not in " ".join(c.cmdline())]
     assert workers, "num_workers=1 must start a DataLoader worker process"
     workers[0].kill()
     _, stderr = run.communicate(timeout=120)

@@ -29,10 +29,23 @@ def test_the_json_a_rank_writes_reads_back_as_typed_records(tmp_path: Path) -> N
         "complete": True,
         "error": None,
         "workload_info": {"per_rank_batch_size": 16},
+        "run_uid": "0123abcd",  # the supervisor's run id, as the harness held it
+        "origin_unix_s": 1_790_000_000.5,
+        "plan": {"warmup_steps": 1, "measure_steps": 1, "repeats": 1},
         "system": {"host": {"hostname": "box"}},
         "steps": [STEP],
         "windows": [WINDOW],
-        "utilization": [{"t_s": 0.5, "cpu_percent": [90.0, 10.0], "rss_bytes": 10**9}],
+        "utilization": [  # a reading with the interference fields (CPU-seconds of the machine, the run, others, steal)
+            {
+                "t_s": 0.5,
+                "cpu_percent": [90.0, 10.0],
+                "rss_bytes": 10**9,
+                "machine_cpu_s": 1.0,
+                "run_cpu_s": 0.9,
+                "others_cpu_s": 0.05,
+                "steal_s": 0.0,
+            }
+        ],
     }
     path = tmp_path / "measurement-rank1.json"
     path.write_text(json.dumps(on_disk))
@@ -40,7 +53,7 @@ def test_the_json_a_rank_writes_reads_back_as_typed_records(tmp_path: Path) -> N
     assert m is not None and m.finished and m.rank == 1 and m.world_size == 2
     assert m.steps == [StepRecord(0, Phase.MEASUREMENT, 0, 1.5, 0.01, 0.2, 16, rank=1)]
     assert m.windows == [WindowRecord(0, Phase.MEASUREMENT, 1.5, 0.21, 1, 16, rank=1)]
-    assert m.utilization == [UtilizationSample(0.5, [90.0, 10.0], 10**9)]
+    assert m.utilization == [UtilizationSample(0.5, [90.0, 10.0], 10**9, 1.0, 0.9, 0.05, 0.0)]
     assert m.to_json() == on_disk  # the same keys and values: no "ranks" until they are gathered
     gathered = m.model_copy(update={"ranks": [m, m]})
     gathered.write(tmp_path / "measurement.json")
