@@ -7,7 +7,7 @@ same way. Every value is read from the result as written: ``environment["isa"]``
 ``torch_cpu_capability``), ``workload_info["precision"]`` (the
 :class:`harness.precision.PrecisionChoice` record: ``requested``, ``chosen``, ``reason``,
 ``bf16_emulated``) and ``bf16_emulated``; results written before those fall back to the
-CPU flags and the configured precision.
+CPU flags and the configured precision (``auto`` resolved on the recorded hardware).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from suite.labels.isa import isa_summary as isa_summary
 from suite.labels.isa import torch_capability as torch_capability
 from suite.markdown import plain
 from suite.results import Result
+from suite.rules import auto_precision
 from suite.specs import RunConfig
 
 NATIVE_BF16 = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
@@ -154,14 +155,21 @@ def precision_choice(result: Result) -> dict[str, Any] | None:
 
 
 def precision(result: Result) -> str | None:
-    """The precision the run used: the rank's decision (``precision=auto`` resolved), else the setting."""
+    """The precision the run computed in (``fp32``, ``bf16``, ...), never ``auto``; None when unknown.
+
+    The rank's decision (``precision=auto`` resolved on its own host) where recorded, else
+    the configured precision. A result that says ``auto`` but recorded no decision (written
+    before ranks recorded it) gets what ``auto`` chooses on the hardware it recorded
+    (:func:`suite.rules.auto_precision`, the rule the closed division judges it by), or None
+    when it recorded neither an ISA record nor CPU flags.
+    """
     choice = precision_choice(result)
     if choice is not None:
         return str(choice["chosen"])
     info = result.workload_info.get("precision")
-    if isinstance(info, str) and info:
-        return info
-    value = result.config.params.get("precision")
+    value = info if isinstance(info, str) and info else result.config.params.get("precision")
+    if value == "auto":
+        return auto_precision(result.environment)
     return str(value) if value is not None else None
 
 

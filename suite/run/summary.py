@@ -85,6 +85,9 @@ def _hardware_rows(t: Table, result: Result) -> None:
     if choice is not None:
         colour = "red" if result.bf16_emulated else "white"
         t.add_row("precision", f"[{colour}]{escape(precision_text(choice))}[/{colour}]")
+    elif result.config.params.get("precision") == "auto":
+        ran = labels.precision(result) or "unknown"
+        t.add_row("precision", escape(f"{ran} (auto; no decision recorded: what auto chooses on the recorded CPU)"))
     else:
         t.add_row("precision", escape(f"{labels.precision(result)} (as configured; no decision recorded)"))
 

@@ -13,7 +13,7 @@ import math
 
 from suite.validation.bands import MeasuredRuns, ReferenceBand, run_stats
 from suite.validation.derive import band_bounds, metric_value
-from suite.validation.outcomes import TreeRuns
+from suite.validation.outcomes import RunEntry, TreeRuns
 
 BOUND_TOL = 1.5e-6
 """Tolerance of a recomputed bound (bounds are written rounded to 6 decimals)."""
@@ -41,9 +41,26 @@ def _mismatches(band: ReferenceBand, src: MeasuredRuns, values: list[float]) -> 
     return out
 
 
+def _cited_files(walk: TreeRuns) -> dict[str, RunEntry]:
+    """The file each stored digest stands for: a valid one where any holds it.
+
+    A stored digest is only a claim. An edited copy of a cited run that keeps the old
+    digest (digest-mismatch), or a byte copy of it (duplicate-run), claims the digest of a
+    run the band cites; the file that really is that run is the valid one. The band is
+    faulted only when no valid file holds a digest it cites: the forgery is reported
+    where it was made, in its own file.
+    """
+    out: dict[str, RunEntry] = {}
+    for e in walk.entries:
+        held = out.get(e.result.digest)
+        if held is None or (e.valid and not held.valid):
+            out[e.result.digest] = e
+    return out
+
+
 def check_provenance(walk: TreeRuns) -> None:
     """Every measured band in ``walk.used_bands`` against the runs it cites (findings on ``bands.yaml#name``)."""
-    by_digest = {e.result.digest: e for e in walk.entries}
+    by_digest = _cited_files(walk)
     checked: set[str] = set()
     for band in walk.used_bands:
         src = band.source

@@ -54,12 +54,14 @@ class RankRow:
         runs: runs behind the figure.
         source: the band or submission directory the figure comes from.
         comparable: the class of configs this figure may be compared with (:func:`comparable_class`):
-            the same device class and precision (bf16 emulated apart from native); every
-            closed-division figure of a workload is the official config; an open-division one is
+            the same device class and precision it ran in (bf16 emulated apart from native); every
+            closed-division figure of a workload is the official config, whose ``precision: auto``
+            the hardware decides, so closed figures are ranked per precision; an open-division one is
             compared only with figures that compute the same thing (batch size, precision, memory
             format, image size, data), so a batch-16 run is never ranked against a batch-128 one.
         device: ``cpu`` or ``gpu``.
-        precision: the precision the figure was measured at (``fp32``, ``bf16``, ...; "" unknown).
+        precision: the precision the figure ran in (``fp32``, ``bf16``, ...; ``precision=auto``
+            resolved, never ``auto``; "" unknown).
         emulated: bf16 ran emulated (a CPU without native bf16).
         ci95_low, ci95_high: 95% CI of the throughput, samples/s; None for a published figure
             (a single cited value with no spread) or where no interval exists.
@@ -102,19 +104,25 @@ class Recommendation:
 
 
 def comparable_class(division: str, computed: dict[str, Any], device: str = "cpu", emulated: bool = False) -> str:
-    """The :attr:`RankRow.comparable` key of a figure, e.g. ``CPU, closed division (the official config)``
-    or ``GPU, open: batch 128, fp32, 224 px, synthetic data``.
+    """The :attr:`RankRow.comparable` key of a figure, e.g. ``CPU, closed division (the official config,
+    bf16)`` or ``GPU, open: batch 128, fp32, 224 px, synthetic data``.
+
+    The official config leaves the precision to the hardware (``precision: auto``: bf16 where
+    the CPU computes it natively, fp32 elsewhere), so closed figures are ranked per precision
+    they ran in, as open ones are.
 
     Args:
         division: ``closed`` or ``open``.
-        computed: the settings in :data:`suite.validation.scoring.COMPUTED_PARAMS` that are known
-            (a published band lists them as ``params.<name>`` conditions); missing ones print as ``?``.
+        computed: the settings in :data:`suite.validation.scoring.COMPUTED_PARAMS` that are known,
+            with the precision the figure ran in (a published band lists them as ``params.<name>``
+            conditions); missing ones print as ``?``.
         device: ``cpu`` or ``gpu``.
         emulated: the figure's bf16 ran emulated; it is then ranked apart from native bf16.
     """
     dev = device.upper()
     if division == "closed":
-        return f"{dev}, closed division (the official config{', bf16 emulated' if emulated else ''})"
+        prec = str(computed.get("precision") or "precision unknown")
+        return f"{dev}, closed division (the official config, {prec}{' emulated' if emulated else ''})"
     parts = [
         f"batch {computed.get('batch_size', '?')}",
         str(computed.get("precision", "?"))
@@ -127,6 +135,8 @@ def comparable_class(division: str, computed: dict[str, Any], device: str = "cpu
 
 
 def _facts_fields(facts: Facts, division: str, computed: dict[str, Any]) -> dict[str, Any]:
+    if facts.precision:  # what the figure ran in (precision=auto resolved), never the word auto
+        computed = {**computed, "precision": facts.precision}
     return {
         "comparable": comparable_class(division, computed, facts.device, facts.emulated),
         "device": facts.device,

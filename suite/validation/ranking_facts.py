@@ -64,10 +64,11 @@ def submission_facts(root: Path, group: GroupOutcome) -> tuple[Facts, Result | N
     """The facts of a scored group, read from its first readable result file (bounded reader), and
     that result; without one, CPU and the group's recorded precision."""
     result = _first_readable(root, group)
+    recorded = str(group.computed.get("precision") or "")  # what the group's runs ran in (scoring)
     if result is None:
-        return Facts("cpu", str(group.computed.get("precision") or "")), None
+        return Facts("cpu", recorded), None
     emulated = labels.bf16_emulated(result) is True
-    return Facts(labels.device_class(result), labels.precision(result) or "", emulated), result
+    return Facts(labels.device_class(result), labels.precision(result) or recorded, emulated), result
 
 
 def published_facts(band: ReferenceBand, specs_dir: Path = SPECS_DIR) -> Facts:
@@ -77,7 +78,9 @@ def published_facts(band: ReferenceBand, specs_dir: Path = SPECS_DIR) -> Facts:
     workload's spec requires a GPU, or when the citation's setup names a GPU or CUDA
     (a published figure says in words what it ran on); else CPU. Precision: the band's
     ``params.precision`` condition, else the workload's official profile (a closed
-    figure). A published figure records no emulation: it counts as native.
+    figure) where that names one; unknown ("") where the profile leaves it to the hardware
+    (``auto``) and the band does not say what the figure ran in. A published figure records
+    no emulation: it counts as native.
     """
     device = band.conditions.get("params.device")
     gpu = isinstance(device, str) and device.startswith(("cuda", "gpu"))
@@ -93,7 +96,7 @@ def published_facts(band: ReferenceBand, specs_dir: Path = SPECS_DIR) -> Facts:
             precision = resolve(band.workload, "official", directory=specs_dir).params.get("precision")
         except ConfigError:
             precision = None
-    return Facts("gpu" if gpu else "cpu", "" if precision is None else str(precision))
+    return Facts("gpu" if gpu else "cpu", "" if precision in (None, "auto") else str(precision))
 
 
 def runs_interval(throughputs: Sequence[float], single: Result | None = None) -> Interval95 | None:
@@ -130,15 +133,17 @@ def key_part(text: str) -> str:
 
 
 def class_slug(facts: Facts, division: str, computed: dict[str, object]) -> str:
-    """The short, key-safe name of a ranking's class, e.g. ``cpu closed``, ``cpu open bs128 fp32 224px
-    synthetic``, ``cpu closed bf16-emulated``."""
+    """The short, key-safe name of a ranking's class, e.g. ``cpu closed bf16``, ``cpu open bs128 fp32 224px
+    synthetic``, ``cpu closed bf16-emulated``: the precision is the one the figure ran in."""
     parts = [facts.device, division]
+    prec = str(facts.precision or computed.get("precision") or "?")
     if division == "open":
-        prec = str(computed.get("precision") or facts.precision or "?")
         parts += [f"bs{computed.get('batch_size', '?')}", prec + ("-cl" if computed.get("channels_last") else "")]
         parts += [f"{computed.get('image_size', '?')}px", str(computed.get("data", "?"))]
-    if facts.emulated:
-        parts.append("bf16-emulated")
+        if facts.emulated:
+            parts.append("bf16-emulated")
+    else:
+        parts.append((facts.precision or "unknown-precision") + ("-emulated" if facts.emulated else ""))
     return key_part(" ".join(str(p) for p in parts))
 
 

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from suite import labels
 from suite.cost import samples_per_dollar_or_none
 from suite.results import Result
 from suite.rules import flatten_config
@@ -55,10 +56,10 @@ def _duplicates(walk: TreeRuns) -> None:
         entry.valid = False
 
 
-def _band_check(walk: TreeRuns, g: GroupOutcome, names: list[str], flat: dict[str, Any]) -> None:
+def _band_check(walk: TreeRuns, g: GroupOutcome, names: list[str], flat: dict[str, Any], ran: str | None) -> None:
     if g.score is None:
         return
-    band = find_band(walk.bands, g.workload, g.division, names, "throughput", flat)
+    band = find_band(walk.bands, g.workload, g.division, names, "throughput", flat, ran)
     g.band = band
     if band is not None:
         walk.used_bands.append(band)
@@ -100,7 +101,7 @@ def _band_check(walk: TreeRuns, g: GroupOutcome, names: list[str], flat: dict[st
     else:
         walk.findings.info("in-band", g.where, f"{text}: inside")
     if g.samples_per_dollar is not None:
-        spd_band = find_band(walk.bands, g.workload, g.division, names, "samples_per_dollar", flat)
+        spd_band = find_band(walk.bands, g.workload, g.division, names, "samples_per_dollar", flat, ran)
         if spd_band is not None:
             walk.used_bands.append(spd_band)
         if spd_band is not None and spd_band.verdict(g.samples_per_dollar) == "below":
@@ -123,7 +124,7 @@ def _groups(walk: TreeRuns) -> list[GroupOutcome]:
                 e.system,
                 e.workload,
                 e.result.division,
-                _config_id(e.result) + emulated,
+                _config_id(e.result) + _auto_ran(e.result) + emulated,
             )
             by_key.setdefault(key, []).append(e)
     dirs: dict[tuple[str, str, str], int] = {}
@@ -185,9 +186,9 @@ def _groups(walk: TreeRuns) -> list[GroupOutcome]:
             verdict=None,
         )
         g.config_summary = config_summary(first)
-        g.computed = {k: first.config.params[k] for k in COMPUTED_PARAMS if k in first.config.params}
+        g.computed = computed_params(first)
         names = desc.band_names() if desc is not None else [system]
-        _band_check(walk, g, names, flatten_config(first.config))
+        _band_check(walk, g, names, flatten_config(first.config), labels.precision(first))
         out.append(g)
     return out
 
@@ -197,6 +198,26 @@ COMPUTED_PARAMS = ("batch_size", "precision", "channels_last", "image_size", "da
 open-division figure is comparable only with one that has the same values."""
 
 
+def _auto_ran(result: Result) -> str:
+    """``+<precision>`` for a run configured ``precision=auto`` (what it ran: runs of one config
+    that ran different precisions are scored apart), else ""."""
+    if result.config.params.get("precision") != "auto":
+        return ""
+    return f"+{labels.precision(result) or 'unknown'}"
+
+
+def computed_params(result: Result) -> dict[str, Any]:
+    """The run's :data:`COMPUTED_PARAMS`, with the precision it ran in (``auto`` resolved:
+    :func:`suite.labels.precision`; left out when unknown)."""
+    out = {k: result.config.params[k] for k in COMPUTED_PARAMS if k in result.config.params}
+    if out.get("precision") == "auto":
+        ran = labels.precision(result)
+        out.pop("precision")
+        if ran is not None:
+            out["precision"] = ran
+    return out
+
+
 def config_summary(result: Result) -> str:
     """A short description of a run's config: profile, batch size, precision, memory format, overrides."""
     p = result.config.params
@@ -204,7 +225,10 @@ def config_summary(result: Result) -> str:
     if "batch_size" in p:
         parts.append(f"batch {p['batch_size']}")
     if "precision" in p:
-        parts.append(str(p["precision"]) + (" + channels_last" if p.get("channels_last") else ""))
+        prec = str(p["precision"])
+        if prec == "auto":
+            prec = f"{labels.precision(result) or 'unknown'} (auto)"
+        parts.append(prec + (" + channels_last" if p.get("channels_last") else ""))
     if bf16_emulated(result):
         parts.append("bf16 emulated (not comparable with native bf16)")
     if result.config.overrides:
@@ -225,6 +249,7 @@ def find_band(
     systems: Sequence[str],
     metric: str,
     flat_config: dict[str, Any],
+    ran_precision: str | None = None,
 ) -> ReferenceBand | None:
     """The band for a set of runs, or None.
 
@@ -232,15 +257,20 @@ def find_band(
         systems: the names the runs' system goes by, most specific first (system name,
             system class, instance type); a band for an earlier name wins.
         flat_config: the runs' config from :func:`suite.rules.flatten_config`.
+        ran_precision: the precision the runs computed in (:func:`suite.labels.precision`);
+            a band applies when its conditions match the config as written or as it ran
+            (so a cited bf16 figure applies to runs whose ``precision=auto`` chose bf16, and
+            a band derived from ``auto`` runs to ``auto`` runs).
 
     Among the bands that apply, the one for the most specific system name wins, then
     the one with the most conditions.
     """
+    as_ran = {**flat_config, "params.precision": ran_precision} if ran_precision else flat_config
     best: tuple[int, int, ReferenceBand] | None = None
     for band in bands.bands:
         if band.workload != workload or band.division != division or band.metric != metric:
             continue
-        if band.system not in systems or not band.applies_to(flat_config):
+        if band.system not in systems or not (band.applies_to(flat_config) or band.applies_to(as_ran)):
             continue
         rank = (systems.index(band.system), -len(band.conditions))
         if best is None or rank < best[:2]:

@@ -20,7 +20,7 @@ from suite.rules import load_rules
 from suite.systems import SYSTEM_SCHEMA_PATH, Price, describe
 from suite.validation.result_checks import CheckContext
 from suite.validation.submit import submit_results
-from tests.conftest import trainbench
+from tests.conftest import REPO, trainbench
 from tests.export.conftest import SUBMITTER, SYSTEM
 
 NO_PRICE = Price(usd_per_hour=None, currency="USD", per="hour", source="a test machine, not for rent")
@@ -123,10 +123,17 @@ def test_the_mlperf_fields_live_beside_trainbenchs_own(evaluated_run: Path, resu
     assert doc["mlperf"]["host_processor_interconnect"] == "N/A"  # one processor, as the submitter said
     schema = jsonschema.Draft202012Validator(json.loads(SYSTEM_SCHEMA_PATH.read_text()))
     assert list(schema.iter_errors(doc)) == []
-    trainbench("validate", str(root), "--json", str(tmp_path / "report.json"), cwd=tmp_path)
-    codes = {
-        (f["code"], f["where"].split("#")[0]) for f in json.loads((tmp_path / "report.json").read_text())["findings"]
-    }
+    # the tree holds no bands.yaml of its own, so the bands are named (validate never falls back to others)
+    bands = REPO / "submissions" / "bands.yaml"
+    proc = trainbench(
+        "validate", str(root), "--bands", str(bands), "--json", str(tmp_path / "report.json"), cwd=tmp_path
+    )
+    report = json.loads((tmp_path / "report.json").read_text())
+    codes = {(f["code"], f["where"].split("#")[0]) for f in report["findings"]}
+    # its one error: a single run of the 5 a score needs (exit 1, findings); none about the system file
+    assert proc.returncode == 1 and {f["code"] for f in report["findings"] if f["severity"] == "error"} == {
+        "too-few-runs"
+    }, proc.stdout + proc.stderr
     system_file = f"{SUBMITTER}/systems/{SYSTEM}.json"
     assert ("price-missing", system_file) in codes  # the validator read the system file as a valid description
     assert not [c for c in codes if c[1] == system_file and c[0] != "price-missing"], codes

@@ -23,7 +23,10 @@ def test_known_attacks_become_text() -> None:
     assert escape("[x](javascript:alert(1))") == r"\[x\]\(javascript:alert\(1\)\)"
     assert escape("<img src=x onerror=alert(1)>") == r"&lt;img src=x onerror=alert\(1\)&gt;"
     assert escape("a | b\nc `d`") == r"a \| b c \`d\`"
-    assert plain("a\x1b[31mb\u2028c") == "a [31mb c"
+    # a whole escape sequence goes (no "[31m" residue), other controls become spaces
+    assert plain("a\x1b[31mb\u2028c") == "ab c"
+    assert escape("a\x1b[31m[b]\x1b[0m") == r"a\[b\]"
+    assert plain("\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\") == "click"  # an OSC 8 hyperlink
 
 
 def test_links_only_to_http_and_https() -> None:

@@ -138,3 +138,30 @@ def test_labels_and_mlflow_tags_read_the_recorded_isa_and_decision() -> None:
     assert t["trainbench.isa_caps"].startswith("ONEDNN_MAX_CPU_ISA=AVX2 hides avx512_bf16")
     assert t["trainbench.bf16_emulated"] == "true" and t["trainbench.precision"].startswith("bf16 (requested bf16)")
     assert labels.name(result).startswith("resnet50-cpu bf16 bs2")
+
+
+def test_an_auto_result_without_a_recorded_decision_is_labelled_by_its_recorded_hardware() -> None:
+    """A result whose config says auto but whose rank recorded no decision: its labels name what auto
+    chooses on the hardware it recorded (the closed division's rule), or nothing, never 'auto'."""
+    import io
+
+    from rich.console import Console
+
+    from suite import labels
+    from suite.run.summary import summary_table
+    from tests.compare import synth
+
+    steps = [synth.jittered(0.5, 4, 1)]
+    zen4 = synth.result(steps)  # the quick profile: precision auto; a Zen 4's flags
+    zen1 = synth.result(steps, flags=_old_environment("zen1-epyc-7551-2vcpu")["cpu"]["flags"])
+    unknown = synth.result(steps, environment={"cpu": {"model": "no flags recorded", "logical_cores": 2}})
+    for r in (zen4, zen1, unknown):
+        assert r.config.params["precision"] == "auto" and labels.precision_choice(r) is None
+    assert labels.precision(zen4) == "bf16" and labels.bf16_emulated(zen4) is False
+    assert labels.precision(zen1) == "fp32" and labels.bf16_emulated(zen1) is None
+    assert labels.precision(unknown) is None
+    assert labels.name(zen4).startswith("resnet50-cpu bf16 bs2") and labels.name(zen1).startswith("resnet50-cpu fp32")
+    assert labels.name(unknown).startswith("resnet50-cpu bs2")
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(summary_table(zen1))
+    assert "fp32 (auto; no decision recorded: what auto chooses on the recorded CPU)" in out.getvalue()

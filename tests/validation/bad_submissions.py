@@ -3,7 +3,9 @@
 Every case starts from a compliant tree (5 real runs and a consistent system
 description) and breaks exactly one thing. ``expected`` is the exact set of error
 codes the validator must report: the broken thing, plus, where the break removes valid
-runs from a set, ``too-few-runs``.
+runs from a set, ``too-few-runs``, and where it removes runs the measured band cites,
+``band-provenance``. A sixth file that claims a cited run's digest (an edited or exact
+copy) is reported in its own file, never against the band: the band's run is still there.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from suite.files import MAX_FILE_BYTES
@@ -103,8 +106,23 @@ def _copy(root: Path, runs: RealRuns) -> None:
     _sixth(root).write_bytes((results_dir(root) / "result_1.json").read_bytes())
 
 
-def _same_measurement(runs: RealRuns) -> object:
+def _new_run_id(runs: RealRuns) -> object:
+    """A copy with a new run id: the harness's run uid and start time still name the first run."""
     return reseal(runs.open[0], run_id=uuid.uuid4().hex)
+
+
+def _same_measurement(runs: RealRuns) -> object:
+    """A copy given a whole new identity (run id, run uid, start time a day later): only the
+    measurement itself gives it away."""
+    first = runs.open[0]
+    assert first.started_at is not None
+    later = datetime.fromisoformat(first.started_at) + timedelta(days=1)
+    return reseal(
+        first,
+        run_id=uuid.uuid4().hex,
+        run_uid=uuid.uuid4().hex,
+        started_at=later.isoformat(timespec="milliseconds"),
+    )
 
 
 def _symlink_out(root: Path, runs: RealRuns) -> None:
@@ -233,6 +251,7 @@ CASES: list[BadCase] = [
     BadCase("duplicate-key", _duplicate_key, frozenset({"duplicate-key"})),
     BadCase("schema-version", _schema_version, frozenset({"schema-version"})),
     BadCase("duplicate-run", _copy, frozenset({"duplicate-run"})),
+    BadCase("duplicate-run-new-run-id", _open_plus(_new_run_id), frozenset({"duplicate-run"})),
     BadCase("duplicate-measurement", _open_plus(_same_measurement), frozenset({"duplicate-measurement"})),
     BadCase("symlink-leaving-tree", _symlink_out, frozenset({"symlink-outside-tree"})),
     BadCase("symlink-inside-tree", _symlink_in, frozenset({"symlink"})),
@@ -240,7 +259,9 @@ CASES: list[BadCase] = [
     BadCase("oversized-file", _oversized, frozenset({"oversized"})),
     BadCase("below-band", _open, frozenset({"below-band"}), scale=2.0),
     BadCase("above-band-closed", _closed, frozenset({"above-band"}), scale=0.5),
-    BadCase("too-few-runs", _too_few, frozenset({"too-few-runs"})),
+    # the measured band cites all 5 runs: 2 of them are gone from the tree, so it no longer
+    # follows from runs anyone can check (issue 14), whatever the group's count
+    BadCase("too-few-runs", _too_few, frozenset({"too-few-runs", "band-provenance"})),
     BadCase("steady-state-trending", _trending, frozenset({"steady-state-trending", "too-few-runs"})),
     BadCase("closed-non-tunable", _closed_batch, frozenset({"closed-non-tunable", "too-few-runs"})),
     # the system description records the suite version too, so the odd run contradicts it

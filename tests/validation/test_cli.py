@@ -192,7 +192,11 @@ def test_report_ranks_renders_a_chart_and_logs_to_mlflow(real_runs: RealRuns, tm
     [run] = client.search_runs([exp.experiment_id])
     assert run.info.status == "FINISHED"
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"report.md", "report.json", "report.png"}
-    # readable keys: bf16 here may be native or emulated, depending on the CPU the tests run on
-    assert rows[0]["slug"].removesuffix(" bf16-emulated") == "cpu open bs2 bf16-cl 64px synthetic"
+    # readable keys, named by the precision the runs ran in: precision=auto chose it on the CPU the tests
+    # run on (bf16 where native, fp32 on an AVX2-only one; never emulated), and the rank recorded it
+    [chosen] = {r.workload_info["precision"]["chosen"] for r in real_runs.open}
+    assert chosen in ("bf16", "fp32") and {r.config.params["precision"] for r in real_runs.open} == {"auto"}
+    assert rows[0]["precision"] == chosen and not rows[0]["emulated"]
+    assert rows[0]["slug"] == f"cpu open bs2 {chosen}-cl 64px synthetic"
     key = f"samples_per_s/resnet50-cpu/{rows[0]['slug']}/test-box submitted"
     assert run.data.metrics[key] == pytest.approx(rows[0]["throughput"])

@@ -94,7 +94,7 @@ def test_emulated_bf16_is_ranked_apart_from_native(tmp_path: Path) -> None:
     rows = {(r.system, r.config.split(":")[0]): r for r in _rows(root)}
     emulated, native = rows[("epyc-zen4-2vcpu", "closed")], rows[("c7i.2xlarge", "closed")]
     assert emulated.emulated and emulated.comparable == "CPU, closed division (the official config, bf16 emulated)"
-    assert not native.emulated and native.comparable == "CPU, closed division (the official config)"
+    assert not native.emulated and native.comparable == "CPU, closed division (the official config, bf16)"
     assert emulated.slug == "cpu closed bf16-emulated"
 
 
@@ -105,7 +105,7 @@ def test_mlflow_keys_are_readable_and_accepted(committed: list[RankRow], tmp_pat
     assert all(KEY.match(k) and "//" not in k and "/../" not in k for k in metrics)
     assert len([k for k in metrics if k.startswith("samples_per_s/")]) == len(rows)  # unique, none overwritten
     assert metrics["samples_per_s/resnet50-cpu/gpu open bs128 fp32 224px synthetic/g5.2xlarge published"] == 340
-    assert "samples_per_s/resnet50-cpu/cpu closed/epyc-zen4-2vcpu submitted" in metrics
+    assert "samples_per_s/resnet50-cpu/cpu closed bf16/epyc-zen4-2vcpu submitted" in metrics
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     rid = log_report([], metrics, {"submissions": "committed"}, uri, description="- **advice**")
     logged = MlflowClient(tracking_uri=uri).get_run(rid)
@@ -144,3 +144,30 @@ def test_terminal_tables_fit_the_terminal(columns: int, tmp_path: Path) -> None:
     else:  # narrow: the columns that matter least are left out, the figures stay whole
         assert "left out" in proc.stdout
         assert any("37.93" in line for line in c7i) and any("epyc-zen4-2vcpu" in line for line in tables)
+
+
+@pytest.mark.parametrize(("cap", "ran"), [(None, "bf16"), ("AVX2", "fp32")])
+def test_auto_runs_without_a_recorded_decision_rank_by_what_auto_chose(
+    cap: str | None, ran: str, tmp_path: Path
+) -> None:
+    """The committed official-profile runs as a trainbench that had ``precision: auto`` but did not yet
+    record the rank's decision would have written them: they rank by what auto chooses on the hardware
+    they recorded (Zen 4, avx512_bf16: bf16, beside the cited bf16 c7i figure; capped to AVX2: fp32,
+    apart from it), never as 'auto'."""
+    root = Path(shutil.copytree(SUBMISSIONS, tmp_path / "submissions"))
+    runs = root / "trainbench" / "results" / "epyc-zen4-2vcpu" / "resnet50-cpu"
+    for name in CLOSED_RUNS:
+        doc = read_result(runs / name).model_dump(mode="json")
+        assert doc["config"]["params"]["precision"] == "bf16" and "precision" not in doc["workload_info"]
+        doc["config"]["params"]["precision"] = "auto"
+        if cap is not None:
+            doc["environment"]["env"]["ONEDNN_MAX_CPU_ISA"] = cap
+        doc.pop("digest")
+        write_result(seal(doc), runs / name)
+    rows = {(r.system, r.config.split(":")[0]): r for r in _rows(root)}
+    auto, cited = rows[("epyc-zen4-2vcpu", "closed")], rows[("c7i.2xlarge", "closed")]
+    assert auto.precision == ran and not auto.emulated and f"{ran} (auto) + channels_last" in auto.config
+    assert auto.comparable == f"CPU, closed division (the official config, {ran})"
+    assert auto.slug == f"cpu closed {ran}"
+    assert cited.precision == "bf16" and (auto.comparable == cited.comparable) == (ran == "bf16")
+    assert all("auto" not in r.comparable and "auto" not in r.slug and r.precision != "auto" for r in rows.values())

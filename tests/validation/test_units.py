@@ -153,6 +153,32 @@ def test_committed_bands_have_sources_and_cover_the_seed_figures() -> None:
             assert b.runs >= 5 and b.source.note  # measured bands say how they were measured
 
 
+def test_a_band_applies_to_runs_by_the_precision_they_ran_in() -> None:
+    """precision=auto: a cited bf16 figure applies to runs whose auto chose bf16 (and to runs that asked
+    for bf16), never to runs that ran fp32; a band pinned to 'auto' (derived from auto runs) still
+    applies to auto runs."""
+    from suite.rules import flatten_config
+    from suite.validation.scoring import find_band
+
+    bands = load_bands(BANDS_PATH)
+    official = flatten_config(resolve("resnet50-cpu", "official"))
+    assert official["params.precision"] == "auto"
+
+    def closed(ran: str | None, flat: dict[str, object] = official) -> str | None:
+        band = find_band(bands, "resnet50-cpu", "closed", ["c7i.2xlarge"], "throughput", flat, ran)
+        return band.name if band else None
+
+    assert closed("bf16") == closed(None, {**official, "params.precision": "bf16"}) == "resnet50-cpu-closed-c7i.2xlarge"
+    assert closed("fp32") is None and closed(None) is None  # an fp32 run is not judged by a bf16 figure
+    quick = flatten_config(resolve("resnet50-cpu", "quick"))
+    open_band = find_band(bands, "resnet50-cpu", "open", ["epyc-zen4-2vcpu"], "throughput", quick, "bf16")
+    assert open_band is not None and open_band.conditions["params.precision"] == "bf16"
+    assert find_band(bands, "resnet50-cpu", "open", ["epyc-zen4-2vcpu"], "throughput", quick, "fp32") is None
+    derived = open_band.model_copy(update={"conditions": {**open_band.conditions, "params.precision": "auto"}})
+    mine = bands.model_copy(update={"bands": [derived]})
+    assert find_band(mine, "resnet50-cpu", "open", ["epyc-zen4-2vcpu"], "throughput", quick, "fp32") is derived
+
+
 def test_rules_file() -> None:
     rules = load_rules()
     assert isinstance(rules, Rules) and rules.min_runs == 5 and rules.score in ("median", "olympic_mean")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from pathlib import Path
@@ -132,8 +133,28 @@ def test_a_measured_band_must_be_the_median_of_its_runs(real_runs: RealRuns, tmp
     root = make_tree(tmp_path / "sub", real_runs.open)
     path = bands_file(tmp_path / "bands.yaml", real_runs)
     bands = load_bands(path, real_runs.specs_dir)
+    [median] = [b.value for b in bands.bands if b.division == "open"]
     edited = [b.model_copy(update={"value": b.value * 1.01}) if b.division == "open" else b for b in bands.bands]
     write_bands(BandsFile(bands_version=1, bands=edited), path)
+    [stored] = [b.value for b in load_bands(path, real_runs.specs_dir).bands if b.division == "open"]
+    assert stored != median
     report = validate(root, path, real_runs)
     [finding] = [f for f in report.findings if f.severity is Severity.ERROR]
-    assert finding.code == "band-provenance" and "not the median of its runs" in finding.message
+    assert finding.code == "band-provenance"
+    # only the value was edited: its bounds are fractions of it, so they still follow from the runs
+    assert finding.message == (
+        f"the band does not follow from its runs: value {stored} (the median of its runs is {median})"
+    )
+
+
+def test_a_band_is_faulted_when_its_own_run_is_forged_not_when_a_copy_is(real_runs: RealRuns, tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "sub", real_runs.open)
+    d = results_dir(root)
+    doc = json.loads((d / "result_1.json").read_text())
+    doc["summary"]["throughput"] *= 1.5  # the cited run itself, edited in place; its digest kept
+    (d / "result_1.json").write_text(json.dumps(doc))
+    report = validate(root, bands_file(tmp_path / "bands.yaml", real_runs), real_runs)
+    [finding] = [f for f in report.findings if f.code == "band-provenance"]
+    assert finding.severity is Severity.ERROR
+    assert finding.message == "the band cites runs with errors (acme/results/test-box/resnet50-cpu/result_1.json)"
+    assert {"digest-mismatch", "summary-mismatch", "too-few-runs"} <= _errors(report)
