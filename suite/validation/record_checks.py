@@ -86,7 +86,8 @@ def _window_minimums(result: Result, where: str, windows: dict[Key, WindowRecord
 def _ranks_ok(result: Result, where: str, windows: dict[Key, WindowRecord], findings: Findings) -> bool:
     ranks = {k[0] for k in windows}
     step_ranks = {s.rank for s in result.steps}
-    if ranks and ranks != set(range(result.world_size)):
+    # ranks 0..world_size-1 exactly, checked without building the range (a forged world size may be 10**18)
+    if ranks and (len(ranks) != result.world_size or min(ranks) != 0 or max(ranks) != result.world_size - 1):
         return _bad(
             findings, f"{where}#windows", f"windows of ranks {sorted(ranks)[:8]} for world size {result.world_size}"
         )

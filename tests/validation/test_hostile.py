@@ -69,6 +69,13 @@ def test_non_monotonic_step_times_and_overlapping_windows() -> None:
     assert any("overlap" in m for c, _, m in _errors(forged(honest, windows=windows)) if c == "records")
 
 
+@pytest.mark.timeout(30)
+def test_a_forged_world_size_is_an_error_not_a_memory_bomb() -> None:
+    """world_size = 10**18 once made the rank check build set(range(world_size)) (the fuzzer's OOM)."""
+    fake = forged(result(ranks=2), world_size=10**18)
+    assert any(c == "records" and "world size 1000000000000000000" in m for c, _, m in _errors(fake))
+
+
 def test_complete_result_with_an_error_and_unknown_suite_version() -> None:
     honest = result()
     assert "error-in-complete" in {c for c, _, _ in _errors(forged(honest, error="rank 1 died"))}
