@@ -24,6 +24,11 @@ This module imports nothing else of trainbench, so every layer of ``suite`` may 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class TrainbenchError(Exception):
     """Base of every error the CLI reports as ``error: <message>`` with :attr:`exit_code`.
@@ -74,3 +79,9 @@ class TrackingError(TrackingFailed, RuntimeError):
     Defined here rather than in :mod:`suite.tracking`, so that catching it does not
     import MLflow.
     """
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """A pydantic ``ValidationError`` as one line: ``dotted.key: message; ...`` (``(top)`` for the root),
+    for the errors that tell a user which key of a file is wrong."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.isa import detect_isa
 from harness.precision import choose_precision
 from suite.config import LAUNCHERS
-from suite.errors import BadInput
+from suite.errors import BadInput, validation_problems
 from suite.files import FileProblem, read_yaml
 from suite.specs import SPECS_DIR, ConfigError, RunConfig, load_specs, resolve
 
@@ -110,7 +110,7 @@ def load_rules(path: Path = RULES_PATH) -> Rules:
     try:
         return Rules.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
+        problems = validation_problems(exc)
         raise RulesError(f"{path}: invalid rules: {problems}") from exc
 
 

@@ -28,7 +28,7 @@ from suite.config import (
     default_launcher,
     launch_keys,
 )
-from suite.errors import BadInput
+from suite.errors import BadInput, validation_problems
 from suite.files import FileProblem, parse_yaml, read_yaml
 from workloads import registry
 
@@ -87,10 +87,6 @@ class WorkloadSpec(BaseModel):
     profiles: dict[str, Profile]
 
 
-def _errors(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
-
-
 def load_spec(path: Path) -> WorkloadSpec:
     """Read and check one spec file.
 
@@ -107,7 +103,7 @@ def load_spec(path: Path) -> WorkloadSpec:
     try:
         spec = WorkloadSpec.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: {_errors(exc)}") from exc
+        raise ConfigError(f"{path}: {validation_problems(exc)}") from exc
     if spec.name != path.stem:
         raise ConfigError(f"{path}: spec name {spec.name!r} must match the file name {path.stem!r}")
     if spec.default_profile not in spec.profiles:
@@ -120,7 +116,7 @@ def load_spec(path: Path) -> WorkloadSpec:
         try:
             entry.params_model.model_validate(profile.params)
         except ValidationError as exc:
-            raise ConfigError(f"{path}: profile {pname!r}: {_errors(exc)}") from exc
+            raise ConfigError(f"{path}: profile {pname!r}: {validation_problems(exc)}") from exc
     return spec
 
 
@@ -216,7 +212,7 @@ def resolve(
         windows = WindowsConfig.model_validate(doc["windows"])
         params = entry.params_model.model_validate(doc["params"])
     except ValidationError as exc:
-        raise ConfigError(f"invalid configuration for {where}: {_errors(exc)}") from exc
+        raise ConfigError(f"invalid configuration for {where}: {validation_problems(exc)}") from exc
     launcher = _launcher_for_engine(str(doc["launch"]["launcher"]), params, "launcher" in explicit, where)
     launch = _launch_variant(doc["launch"], launcher, explicit, where)
     return RunConfig(
@@ -261,7 +257,7 @@ def _launch_variant(values: dict[str, Any], launcher: str, explicit: set[str], w
     try:
         return variant.model_validate({**kept, "launcher": launcher})
     except ValidationError as exc:
-        raise ConfigError(f"invalid configuration for {where}: {_errors(exc)}") from exc
+        raise ConfigError(f"invalid configuration for {where}: {validation_problems(exc)}") from exc
 
 
 def _launcher_for_engine(launcher: str, params: BaseModel, explicit: bool, where: str) -> str:

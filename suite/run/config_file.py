@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from suite.errors import BadInput
+from suite.errors import BadInput, validation_problems
 from suite.files import FileProblem, read_json
 
 KIND = "trainbench.run-config"
@@ -66,7 +66,7 @@ def read_config_file(path: Path) -> RunConfigFile:
     try:
         return RunConfigFile.model_validate(doc)
     except ValidationError as exc:
-        what = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
+        what = validation_problems(exc)
         raise ConfigFileError(
             f"{path}: not a trainbench run config ({what}); it needs workload, profile and overrides, "
             "as `trainbench ladder` writes it"

@@ -9,6 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from suite.config import launch_keys
+from suite.errors import validation_problems
 from suite.files import FileProblem, read_yaml
 from suite.rules import flatten_config
 from suite.specs import SPECS_DIR, ConfigError, load_specs, resolve
@@ -77,7 +78,7 @@ def parse_bands(raw: Any, where: str, specs_dir: Path = SPECS_DIR) -> BandsFile:
     try:
         bands = BandsFile.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
+        problems = validation_problems(exc)
         raise BandsError(f"{where}: invalid bands file: {problems}") from exc
     try:
         check_conditions(bands, specs_dir)
