@@ -54,7 +54,7 @@ class ContainerSettings:
         image: the image to run in (default: the workload spec's, trainbench-cpu).
     """
 
-    pairs: int = 8
+    pairs: int = 16
     batch_size: int = 16
     image_size: int = 224
     warmup_steps: int = 3

@@ -55,7 +55,7 @@ class OverheadSettings:
         sampler_interval_s: the utilization sampler's period in seconds (a run's default: 0.5).
     """
 
-    pairs: int = 30
+    pairs: int = 60
     block_steps: int = 3
     warmup_steps: int = 3
     batch_size: int = 16

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from suite.bench.container import ContainerSettings
+from suite.bench.overhead import OverheadSettings
 from suite.commands.options import Runtime, runtime_options, runtime_wrapper
 from suite.console import console, stop_on_sigterm
 from suite.errors import BadInput, Interrupted, RunFailed
@@ -16,12 +18,14 @@ from suite.specs import resolve
 
 @click.command()
 @click.argument("parts", nargs=-1, type=click.Choice(["all", "overhead", "docker", "ladder"]))
-@click.option("--pairs", type=click.IntRange(1, 10_000), default=30, show_default=True,
-              help="Overhead: pairs of bare and harness blocks (>= 6 bound a 95% CI).")  # fmt: skip
+@click.option("--pairs", type=click.IntRange(1, 10_000), default=OverheadSettings.pairs, show_default=True,
+              help="Overhead: pairs of bare and harness blocks (>= 6 bound a 95% CI; about 12 s each "
+                   "at the defaults on a 2-vCPU CPU).")  # fmt: skip
 @click.option("--block-steps", type=click.IntRange(1, 10_000), default=3, show_default=True,
               help="Overhead: timed steps per block.")  # fmt: skip
-@click.option("--docker-pairs", type=click.IntRange(1, 1_000), default=8, show_default=True,
-              help="Docker/local: pairs of whole runs (>= 6 bound a 95% CI).")  # fmt: skip
+@click.option("--docker-pairs", type=click.IntRange(1, 1_000), default=ContainerSettings.pairs, show_default=True,
+              help="Docker/local: pairs of whole runs (>= 6 bound a 95% CI; about 45 s each at the "
+                   "defaults on a 2-vCPU CPU).")  # fmt: skip
 @click.option("--steps", type=click.IntRange(2, 100_000), default=8, show_default=True,
               help="Docker/local: measured steps per run; ladder: per rung.")  # fmt: skip
 @click.option("--batch-size", type=click.IntRange(1, 4096), default=16, show_default=True,
@@ -44,10 +48,8 @@ def bench(
     """The developers' benchmarks: PARTS of overhead (harness vs a bare loop), docker (container
     vs local) and ladder (the CPU optimization ladder); default: overhead and docker."""
     require("train", "trainbench bench")
-    from suite.bench.container import ContainerSettings
     from suite.bench.cpu import BenchSettings
     from suite.bench.cpu import main as bench_main
-    from suite.bench.overhead import OverheadSettings
 
     chosen = ("overhead", "docker") if not parts else ("overhead", "docker", "ladder") if "all" in parts else parts
     settings = BenchSettings(
