@@ -92,6 +92,8 @@ def parse_yaml(text: str) -> Any:
         _check_events(text)
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(exc):  # libyaml's own limit (PyYAML >= 6.0.4) can stop the scan first
+            raise _too_deep() from exc
         raise FileProblem("not-yaml", f"not valid YAML: {exc}", "fix the YAML syntax") from exc
     except (ValueError, RecursionError) as exc:
         raise _number_problem(f"a value that cannot be read: {exc}") from exc
