@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -71,3 +73,28 @@ def test_data_errors(tmp_path: Path, jpeg_folder: Path) -> None:
 def test_unknown_workload_lists_valid_names() -> None:
     with pytest.raises(registry.UnknownWorkloadError, match="valid workloads: mnist-dataheavy, numa-ddp, resnet50-cpu"):
         registry.get("resnet-50")
+
+
+def test_channels_last_batches_release_the_contiguous_images_before_the_step() -> None:
+    """The harness holds the batch it passes to step(); the contiguous copy the loader made must
+    already be gone then, as in the seed study's loop (only the channels_last copy is alive)."""
+    w = ResNet50CPU(_params(channels_last=True))
+    originals: list[weakref.ref[torch.Tensor]] = []
+    loader_batches = iter(w.loader)
+
+    class Watched:  # the loader's batches, each remembered by a weak reference only
+        def __iter__(self) -> Watched:
+            return self
+
+        def __next__(self) -> list[torch.Tensor]:
+            images, labels = next(loader_batches)
+            originals.append(weakref.ref(images))
+            return [images, labels]
+
+    w.loader = Watched()  # type: ignore[assignment]
+    batches = w.batches()
+    images, _ = next(batches)
+    gc.collect()
+    assert images.is_contiguous(memory_format=torch.channels_last)
+    assert len(originals) == 1 and originals[0]() is None
+    assert w.step((images, _)) == 2

@@ -94,7 +94,7 @@ class ResNet50CPU:
         """
         if not self.params.channels_last:
             return cycle(self.loader)
-        return ((x.contiguous(memory_format=torch.channels_last), y) for x, y in cycle(self.loader))
+        return _channels_last(cycle(self.loader))
 
     def step(self, batch: Any) -> int:
         """One optimizer step; returns the number of samples.
@@ -118,3 +118,13 @@ class ResNet50CPU:
 
     def synchronize(self) -> None:
         """No-op on CPU: every operation has finished when it returns."""
+
+
+def _channels_last(batches: Iterator[Any]) -> Iterator[Any]:
+    """``(images in channels_last, labels)`` for each ``(images, labels)`` of ``batches``; the
+    contiguous images are released before the batch is yielded (a generator expression would
+    keep them bound in its frame until the next batch)."""
+    for x, y in batches:
+        converted = x.contiguous(memory_format=torch.channels_last)
+        del x
+        yield converted, y
