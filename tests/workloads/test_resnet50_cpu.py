@@ -93,8 +93,8 @@ def test_channels_last_batches_release_the_contiguous_images_before_the_step() -
 
     w.loader = Watched()  # type: ignore[assignment]
     batches = w.batches()
-    images, _ = next(batches)
+    images, labels = next(batches)
     gc.collect()
     assert images.is_contiguous(memory_format=torch.channels_last)
     assert len(originals) == 1 and originals[0]() is None
-    assert w.step((images, _)) == 2
+    assert w.step((images, labels)) == 2
