@@ -1,26 +1,32 @@
 """Harness overhead, interleaved at a fine grain in one process (issue 13, item 5).
 
 Whole runs of this machine class vary by about 15% from one to the next, ten times the
-overhead to be measured, so whole-run pairs cannot decide it. Here one process builds the
-workload once (ResNet-50 CPU: the same model, optimizer, batch and data for both sides), warms
-it up, then alternates blocks of ``block_steps`` steps:
+overhead to be measured, so whole-run pairs cannot decide it. Within one process the step
+time still jumps between levels some 20% apart that last ten-odd seconds (other tenants of the
+host), and steps vary by about 2% within a level. So one process builds the workload once
+(ResNet-50 CPU: the same model, optimizer, batch and data for both sides), warms it up, then
+alternates short blocks:
 
 - **bare**: the seed study's loop (C. Rand, "Training AI Models on CPU", Sep 2024) on the
   workload's own model, optimizer, loss and DataLoader: ``next(batch)``, channels_last,
-  zero_grad, forward and loss under autocast, backward, step; the block is timed by one
-  ``perf_counter`` pair around its steps;
+  zero_grad, forward and loss under autocast, backward, step; ``block_steps`` steps timed by
+  one ``perf_counter`` pair;
 - **harness**: exactly what a rank runs (``workloads.rank``): the out-of-process utilization
   sampler started, then :func:`harness.loop.run_plan` over ``Workload.step`` with the rank's
   own progress writer (:func:`workloads.events.progress_writer`, one JSON line per step to a
-  real file), a warm-up window, then a measurement window of ``block_steps`` steps whose
-  throughput is the window's samples over its seconds, as the summary computes it.
+  real file), a one-step warm-up window (it absorbs the sampler process's start-up, as a run's
+  warm-up does), then a measurement window of ``block_steps`` steps whose throughput is the
+  window's samples over its seconds, as the summary computes it. The sampler is stopped, and
+  its process has exited, before the next block starts.
 
-Each block starts with one untimed step (the harness's warm-up window; it also absorbs the
-sampler process's start-up). The order alternates (bare first, then harness first), so a
-drift within a pair cancels across pairs. The ratio harness/bare of each pair is summarized
-by its median and a distribution-free 95% CI (:mod:`suite.bench.ratios`). The harness's own
-bookkeeping per step is measured directly: the measurement window's seconds minus the time
-inside ``next(batches)`` and ``Workload.step`` (both timed by the harness), per step.
+The order alternates (bare first, then harness first), so two consecutive pairs form an ABBA
+quad in which a linear drift cancels (:func:`suite.bench.ratios.quad_ratios`); a quad lasts
+about ten seconds, so most quads fall within one level of the host. The quads' ratios
+harness/bare are summarized by their median and a distribution-free 95% CI
+(:mod:`suite.bench.ratios`): a quad that straddles a jump is an outlier the median resists.
+The pairs' own ratios are reported beside. The harness's own bookkeeping per step is measured
+directly: the measurement window's seconds minus the time inside ``next(batches)`` and
+``Workload.step`` (both timed by the harness), per step.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from suite.bench.ratios import RatioSummary, summarize_ratios
+from suite.bench.ratios import RatioSummary, quad_ratios, summarize_ratios
 
 GOAL_MEDIAN = 0.995
 GOAL_LOW = 0.99
@@ -46,8 +52,8 @@ class OverheadSettings:
     """What the overhead benchmark runs.
 
     Attributes:
-        pairs: (bare, harness) block pairs (>= 1; >= 6 for a bounded CI).
-        block_steps: timed steps per block (>= 1), after one untimed step.
+        pairs: (bare, harness) block pairs (>= 1; two make a quad, >= 12 bound a 95% CI).
+        block_steps: timed steps per block (>= 1); a harness block runs one warm-up step first.
         warmup_steps: steps run once before the first pair (the model's first steps are slow).
         batch_size: samples per step.
         image_size: square input size in pixels.
@@ -55,8 +61,8 @@ class OverheadSettings:
         sampler_interval_s: the utilization sampler's period in seconds (a run's default: 0.5).
     """
 
-    pairs: int = 60
-    block_steps: int = 3
+    pairs: int = 160
+    block_steps: int = 2
     warmup_steps: int = 3
     batch_size: int = 16
     image_size: int = 224
@@ -93,13 +99,15 @@ class BlockPair:
 
 @dataclass
 class OverheadResult:
-    """The benchmark's outcome: the pairs, the ratio summary and the bookkeeping time."""
+    """The benchmark's outcome: the pairs, the ratio summaries (``summary``: of the ABBA quads,
+    the one the goal is judged on; ``pair_summary``: of the pairs) and the bookkeeping time."""
 
     settings: OverheadSettings
     precision: str
     precision_reason: str
     pairs: list[BlockPair]
     summary: RatioSummary | None
+    pair_summary: RatioSummary | None
     bookkeeping_us: float | None
     step_s: float | None
 
@@ -117,6 +125,7 @@ class OverheadResult:
             "precision_reason": self.precision_reason,
             "pairs": [{**asdict(p), "ratio": p.ratio, "disturbed": p.disturbed} for p in self.pairs],
             "summary": self.summary.to_dict() if self.summary else None,
+            "pair_summary": self.pair_summary.to_dict() if self.pair_summary else None,
             "bookkeeping_us_per_step": self.bookkeeping_us,
             "step_s": self.step_s,
             "meets_goal": self.meets_goal,
@@ -124,16 +133,14 @@ class OverheadResult:
 
 
 def _bare_block(workload: Any, steps: int, bf16: bool, channels_last: bool) -> float:
-    """The seed study's loop for one untimed and ``steps`` timed steps; samples/s of the timed ones."""
+    """The seed study's loop for ``steps`` steps, timed as one block: samples/s."""
     import torch
 
     model, optimizer, criterion = workload.model, workload.optimizer, workload.criterion
     batches = iter(workload.loader)
     samples = 0
-    t0 = 0.0
-    for i in range(steps + 1):
-        if i == 1:
-            t0 = time.perf_counter()
+    t0 = time.perf_counter()
+    for _ in range(steps):
         data, target = next(batches)
         if channels_last:
             data = data.contiguous(memory_format=torch.channels_last)
@@ -142,8 +149,7 @@ def _bare_block(workload: Any, steps: int, bf16: bool, channels_last: bool) -> f
             loss = criterion(model(data), target)
         loss.backward()
         optimizer.step()
-        if i >= 1:
-            samples += int(data.shape[0])
+        samples += int(data.shape[0])
     return samples / (time.perf_counter() - t0)
 
 
@@ -237,12 +243,14 @@ def measure_overhead(settings: OverheadSettings, say: Callable[[str], None]) -> 
                 f"bookkeeping {keeping * 1e6:.0f} us/step  others {pair.others_cores:.2f} cores"
                 + ("  (disturbed)" if pair.disturbed else "")
             )
+    quads = quad_ratios([p.harness for p in pairs], [p.bare for p in pairs])
     return OverheadResult(
         settings=settings,
         precision=choice.chosen,
         precision_reason=choice.reason,
         pairs=pairs,
-        summary=summarize_ratios([p.ratio for p in pairs]),
+        summary=summarize_ratios(quads, unit="ABBA quads' ratios") if quads else None,
+        pair_summary=summarize_ratios([p.ratio for p in pairs]),
         bookkeeping_us=statistics.median(p.bookkeeping_s for p in pairs) * 1e6,
         step_s=statistics.median(step_times),
     )
@@ -252,7 +260,7 @@ def describe(result: OverheadResult) -> str:
     """The verdict lines ``make bench`` prints (rich markup)."""
     s = result.summary
     if s is None:
-        return "harness/bare: no pairs measured"
+        return "harness/bare: fewer than two pairs measured (two consecutive pairs make a quad)"
     verdict = (
         "[green]meets[/green]"
         if result.meets_goal
@@ -262,6 +270,7 @@ def describe(result: OverheadResult) -> str:
     lines = [
         f"harness/bare = {s.describe()} {verdict} the goal (median >= {GOAL_MEDIAN}, CI lower bound >= {GOAL_LOW});",
         f"  range {s.minimum:.4f}-{s.maximum:.4f}, geometric mean {s.geometric_mean:.4f}; {s.method}",
+        *([f"  per pair: {result.pair_summary.describe()}"] if result.pair_summary else []),
         f"  {disturbed} of {len(result.pairs)} pairs disturbed (other processes busy on > 0.2 cores during a block)",
     ]
     if result.bookkeeping_us is not None and result.step_s:

@@ -19,9 +19,9 @@ from suite.specs import resolve
 @click.command()
 @click.argument("parts", nargs=-1, type=click.Choice(["all", "overhead", "docker", "ladder"]))
 @click.option("--pairs", type=click.IntRange(1, 10_000), default=OverheadSettings.pairs, show_default=True,
-              help="Overhead: pairs of bare and harness blocks (>= 6 bound a 95% CI; about 12 s each "
-                   "at the defaults on a 2-vCPU CPU).")  # fmt: skip
-@click.option("--block-steps", type=click.IntRange(1, 10_000), default=3, show_default=True,
+              help="Overhead: pairs of bare and harness blocks (two make an ABBA quad; >= 12 bound a 95% CI; "
+                   "about 7 s each at the defaults on a 2-vCPU CPU).")  # fmt: skip
+@click.option("--block-steps", type=click.IntRange(1, 10_000), default=OverheadSettings.block_steps, show_default=True,
               help="Overhead: timed steps per block.")  # fmt: skip
 @click.option("--docker-pairs", type=click.IntRange(1, 1_000), default=ContainerSettings.pairs, show_default=True,
               help="Docker/local: pairs of whole runs (>= 6 bound a 95% CI; about 45 s each at the "

@@ -12,7 +12,7 @@ import pytest
 
 from suite.bench.container import environment_differences
 from suite.bench.overhead import OverheadSettings, measure_overhead
-from suite.bench.ratios import median_interval, summarize_ratios
+from suite.bench.ratios import median_interval, quad_ratios, summarize_ratios
 
 
 def test_median_interval_matches_the_binomial_tables() -> None:
@@ -40,6 +40,23 @@ def test_summarize_ratios_bounds_the_median_and_refuses_nonsense() -> None:
         summarize_ratios([])
     with pytest.raises(ValueError):
         summarize_ratios([1.0, float("nan")])
+
+
+def test_quads_pool_two_opposite_pairs_so_a_linear_drift_cancels() -> None:
+    """A machine slowing by 1 sample/s per block, harness 1% slower than bare: pair 1 runs bare
+    then harness, pair 2 harness then bare (ABBA). Each pair's ratio is off by the drift; the
+    quad's is the true 0.99. A last pair without a partner is left out."""
+    true = 0.99
+    speeds = [100.0, 99.0, 98.0, 97.0, 96.0]  # the machine at blocks 0..4
+    bare = [speeds[0], speeds[3]]
+    harness = [true * speeds[1], true * speeds[2]]
+    assert harness[0] / bare[0] < 0.985 and harness[1] / bare[1] > 0.995
+    assert quad_ratios(harness, bare) == [pytest.approx(true)]
+    assert quad_ratios([*harness, 1.0], [*bare, 1.0]) == [pytest.approx(true)]
+    with pytest.raises(ValueError):
+        quad_ratios([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError):
+        quad_ratios([1.0, 0.0], [1.0, 1.0])
 
 
 def test_environment_differences_ignore_where_and_report_how() -> None:
@@ -74,7 +91,8 @@ def test_environment_differences_ignore_where_and_report_how() -> None:
 @pytest.mark.slow
 def test_overhead_benchmark_runs_the_real_harness_and_bare_loop() -> None:
     """Two pairs of one-step blocks of a tiny fp32 ResNet-50: both orders, positive throughputs,
-    the harness's bookkeeping measured (> 0, far below a step), the summary unbounded at n=2."""
+    the harness's bookkeeping measured (> 0, far below a step), one quad whose ratio pools both
+    pairs, the summaries unbounded (one quad, two pairs)."""
     lines: list[str] = []
     settings = OverheadSettings(pairs=2, block_steps=1, warmup_steps=1, batch_size=2, image_size=64, precision="fp32")
     result = measure_overhead(settings, lines.append)
@@ -82,6 +100,9 @@ def test_overhead_benchmark_runs_the_real_harness_and_bare_loop() -> None:
     assert all(p.bare > 0 and p.harness > 0 and 0 < p.bookkeeping_s < 0.05 for p in result.pairs)
     assert result.precision == "fp32" and result.step_s is not None and result.bookkeeping_us is not None
     assert result.summary is not None and result.summary.low is None and not result.meets_goal
+    quad = sum(p.harness for p in result.pairs) / sum(p.bare for p in result.pairs)
+    assert result.summary.n == 1 and result.summary.median == pytest.approx(quad)
+    assert result.pair_summary is not None and result.pair_summary.n == 2
     doc = json.loads(json.dumps(result.to_dict()))
     assert doc["pairs"][1]["ratio"] == pytest.approx(result.pairs[1].harness / result.pairs[1].bare)
     assert len(lines) == 3 and "pair 2/2 (harness first)" in lines[-1] and "cores" in lines[-1]
