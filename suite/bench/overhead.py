@@ -9,8 +9,9 @@ alternates short blocks:
 
 - **bare**: the seed study's loop (C. Rand, "Training AI Models on CPU", Sep 2024) on the
   workload's own model, optimizer, loss and DataLoader: ``next(batch)``, channels_last,
-  zero_grad, forward and loss under autocast, backward, step; ``block_steps`` steps timed by
-  one ``perf_counter`` pair;
+  zero_grad, forward and loss under autocast, backward, step; one untimed step (the first
+  after a switch is slower, as in the harness's warm-up window), then ``block_steps`` steps
+  timed by one ``perf_counter`` pair;
 - **harness**: exactly what a rank runs (``workloads.rank``): the out-of-process utilization
   sampler started, then :func:`harness.loop.run_plan` over ``Workload.step`` with the rank's
   own progress writer (:func:`workloads.events.progress_writer`, one JSON line per step to a
@@ -21,8 +22,8 @@ alternates short blocks:
 
 The order alternates (bare first, then harness first), so two consecutive pairs form an ABBA
 quad in which a linear drift cancels (:func:`suite.bench.ratios.quad_ratios`); a quad lasts
-about ten seconds, so most quads fall within one level of the host. The quads' ratios
-harness/bare are summarized by their median and a distribution-free 95% CI
+about 17 s at the defaults (3-step blocks made 22 s quads). The quads' ratios harness/bare
+are summarized by their median and a distribution-free 95% CI
 (:mod:`suite.bench.ratios`): a quad that straddles a jump is an outlier the median resists.
 The pairs' own ratios are reported beside. The harness's own bookkeeping per step is measured
 directly: the measurement window's seconds minus the time inside ``next(batches)`` and
@@ -53,7 +54,7 @@ class OverheadSettings:
 
     Attributes:
         pairs: (bare, harness) block pairs (>= 1; two make a quad, >= 12 bound a 95% CI).
-        block_steps: timed steps per block (>= 1); a harness block runs one warm-up step first.
+        block_steps: timed steps per block (>= 1), after one untimed step (the harness's warm-up).
         warmup_steps: steps run once before the first pair (the model's first steps are slow).
         batch_size: samples per step.
         image_size: square input size in pixels.
@@ -133,14 +134,20 @@ class OverheadResult:
 
 
 def _bare_block(workload: Any, steps: int, bf16: bool, channels_last: bool) -> float:
-    """The seed study's loop for ``steps`` steps, timed as one block: samples/s."""
+    """The seed study's loop for one untimed and ``steps`` timed steps; samples/s of the timed ones.
+
+    The first step after a switch is slower on both sides (a fresh batch iterator; measured
+    median +4% on the Zen 4 with the harness's block just before), so each side leaves it out:
+    the bare block here, the harness block in its warm-up window."""
     import torch
 
     model, optimizer, criterion = workload.model, workload.optimizer, workload.criterion
     batches = iter(workload.loader)
     samples = 0
-    t0 = time.perf_counter()
-    for _ in range(steps):
+    t0 = 0.0
+    for i in range(steps + 1):
+        if i == 1:
+            t0 = time.perf_counter()
         data, target = next(batches)
         if channels_last:
             data = data.contiguous(memory_format=torch.channels_last)
@@ -149,7 +156,8 @@ def _bare_block(workload: Any, steps: int, bf16: bool, channels_last: bool) -> f
             loss = criterion(model(data), target)
         loss.backward()
         optimizer.step()
-        samples += int(data.shape[0])
+        if i >= 1:
+            samples += int(data.shape[0])
     return samples / (time.perf_counter() - t0)
 
 
