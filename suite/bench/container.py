@@ -1,10 +1,20 @@
 """Local and container throughput of the same config (issue 13, item 6): docker/local with its CI.
 
-Pairs of whole runs through the real run path (:func:`suite.run.execute.execute`): one on the
-host, one with ``--runtime docker`` in the workload's image, same small config, order
-alternating from pair to pair. Each run's throughput is its measurement window's; the ratio
-docker/local of each pair is summarized by its median and a distribution-free 95% CI
-(:mod:`suite.bench.ratios`). The first pair's environments, as the ranks read them back, are
+Pairs of whole runs could not decide it: a run's throughput varies by 5-15% from one to the
+next on this machine class, and within a process the step time jumps between levels some 20%
+apart that last ten-odd seconds. So each session starts two long-lived block workers
+(:mod:`suite.bench.worker`) from the run's own launch plan, one on the host and one in the
+workload's image through the run's own ``docker run`` (:mod:`suite.bench.sessions`): same job,
+same threads, allocator preload and variables a run's rank gets. Both warm up (one after the
+other), then the session alternates blocks of ``block_steps`` measured steps (each after one
+warm-up step, through :func:`harness.loop.run_plan`), local and docker, the order alternating
+from pair to pair; only one side computes at a time, the other waits on its standard input.
+Two consecutive pairs form an ABBA quad (:func:`suite.bench.ratios.quad_ratios`).
+docker/local is the median of all sessions' quad ratios with its distribution-free 95% CI
+(:mod:`suite.bench.ratios`). Several sessions, each with fresh processes, keep one process's
+luck (its memory layout, its start-up) from deciding the figure; each session's median is
+reported, and the goal holds only when the pooled CI and every session's median lie within
+[0.98, 1.02]. The first session's system descriptions, as the workers captured them, are
 compared field by field (:func:`environment_differences`), so a gap can be traced to what the
 two sides really ran with: threads, allocator and OpenMP libraries, performance variables,
 binding, torch build, Python build.
@@ -12,12 +22,13 @@ binding, torch build, Python build.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from suite.bench.ratios import RatioSummary, summarize_ratios
+from suite.bench.ratios import RatioSummary, quad_ratios, summarize_ratios
 
 GOAL = (0.98, 1.02)
 """Issue 13's goal: docker/local within 2%."""
@@ -46,35 +57,44 @@ class ContainerSettings:
     """What the docker/local benchmark runs.
 
     Attributes:
-        pairs: (local, docker) run pairs (>= 6 for a bounded CI).
+        sessions: sessions, each with a fresh local and a fresh container worker (>= 1).
+        pairs: (local, docker) block pairs per session (>= 2; two make a quad; 12 quads in all
+            bound a 95% CI).
+        block_steps: measured steps per block, after one warm-up step.
         batch_size: samples per step.
         image_size: square input size in pixels.
-        warmup_steps: warm-up steps of each run.
-        measure_steps: measured steps of each run.
+        warmup_steps: each worker's warm-up steps before its first block.
         image: the image to run in (default: the workload spec's, trainbench-cpu).
     """
 
-    pairs: int = 16
+    sessions: int = 4
+    pairs: int = 20
+    block_steps: int = 2
     batch_size: int = 16
     image_size: int = 224
     warmup_steps: int = 3
-    measure_steps: int = 8
     image: str | None = None
 
 
 @dataclass(frozen=True)
-class RunPair:
-    """One pair of runs: throughputs in samples/s, the result files, and the CPU other processes
-    used during the more disturbed of the two measurement windows, in cores (each run's sampler)."""
+class SidePair:
+    """One pair of blocks: throughputs in samples/s, and the CPU other processes used during
+    the busier of the two blocks, in cores (above
+    :data:`harness.utilization.OTHERS_CORES_THRESHOLD` the pair was disturbed)."""
 
+    session: int
     index: int
     docker_first: bool
     local: float
     docker: float
-    local_result: str
-    docker_result: str
     others_cores: float
-    disturbed: bool
+
+    @property
+    def disturbed(self) -> bool:
+        """Other processes used more than the harness's interference threshold during the pair."""
+        from harness.utilization import OTHERS_CORES_THRESHOLD
+
+        return self.others_cores > OTHERS_CORES_THRESHOLD
 
     @property
     def ratio(self) -> float:
@@ -84,25 +104,30 @@ class RunPair:
 
 @dataclass
 class ContainerResult:
-    """The pairs, the ratio summary and the first pair's environment differences."""
+    """The pairs, the ratio summaries (``summary``: all sessions' quads, the one the goal is
+    judged on; ``sessions``: each session's quads) and the first session's environment
+    differences."""
 
     settings: ContainerSettings
-    pairs: list[RunPair]
+    pairs: list[SidePair]
     summary: RatioSummary | None
+    sessions: list[RatioSummary] = field(default_factory=list)
     differences: list[tuple[str, Any, Any]] = field(default_factory=list)
 
     @property
     def meets_goal(self) -> bool:
-        """The median and the whole 95% CI lie within [0.98, 1.02]."""
-        s = self.summary
-        return s is not None and s.low is not None and s.high is not None and GOAL[0] <= s.low and s.high <= GOAL[1]
+        """The pooled CI and every session's median lie within [0.98, 1.02]."""
+        s, lo, hi = self.summary, *GOAL
+        inside = s is not None and s.low is not None and s.high is not None and lo <= s.low and s.high <= hi
+        return inside and all(lo <= x.median <= hi for x in self.sessions)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "settings": asdict(self.settings),
-            "pairs": [{**asdict(p), "ratio": p.ratio} for p in self.pairs],
+            "pairs": [{**asdict(p), "ratio": p.ratio, "disturbed": p.disturbed} for p in self.pairs],
             "summary": self.summary.to_dict() if self.summary else None,
+            "sessions": [x.to_dict() for x in self.sessions],
             "environment_differences": [{"field": f, "local": a, "docker": b} for f, a, b in self.differences],
             "meets_goal": self.meets_goal,
         }
@@ -155,65 +180,93 @@ def _config(settings: ContainerSettings) -> Any:
             f"image_size={settings.image_size}",
             f"warmup_steps={settings.warmup_steps}",
             "warmup_seconds=0",
-            f"measure_steps={settings.measure_steps}",
             "measure_seconds=0",
             "repeats=1",
         ],
     )
 
 
+def _session(
+    index: int, config: Any, wrap: Any, settings: ContainerSettings, output_dir: Path, say: Callable[[str], None]
+) -> tuple[list[SidePair], list[tuple[str, Any, Any]]]:
+    """One session: both workers started and warmed up, ``settings.pairs`` pairs of blocks."""
+    from suite.bench.sessions import start_worker
+
+    timeout_s = float(config.launch.startup_timeout_s) + float(config.launch.stall_timeout_s) * (
+        settings.warmup_steps + 1
+    )
+    block_timeout_s = float(config.launch.stall_timeout_s) * (settings.block_steps + 1)
+    workers = {}
+    try:
+        for side in ("local", "docker"):  # one after the other: the warm-ups do not compete
+            workers[side] = start_worker(
+                side, config, output_dir / f"session{index + 1}-{side}", wrap if side == "docker" else None
+            )
+            workers[side].receive(timeout_s)
+        systems = {side: json.loads((w.run_dir / "system.json").read_text()) for side, w in workers.items()}
+        pairs: list[SidePair] = []
+        for i in range(settings.pairs):
+            docker_first = i % 2 == 1
+            got: dict[str, dict[str, Any]] = {}
+            for side in ("docker", "local") if docker_first else ("local", "docker"):
+                workers[side].send(f"block {settings.block_steps}")
+                got[side] = workers[side].receive(block_timeout_s)
+            pair = SidePair(
+                index,
+                i,
+                docker_first,
+                float(got["local"]["throughput"]),
+                float(got["docker"]["throughput"]),
+                max(float(got[side]["others_cores"]) for side in got),
+            )
+            pairs.append(pair)
+            say(
+                f"session {index + 1}, pair {i + 1}/{settings.pairs} ({'docker' if docker_first else 'local'} first): "
+                f"local {pair.local:.3f}  docker {pair.docker:.3f} samples/s  ratio {pair.ratio:.4f}  "
+                f"others {pair.others_cores:.2f} cores" + ("  (disturbed)" if pair.disturbed else "")
+            )
+    finally:
+        for w in workers.values():
+            w.stop()
+    return pairs, environment_differences(systems["local"], systems["docker"])
+
+
 def measure_container(
     settings: ContainerSettings, output_dir: Path, say: Callable[[str], None], warn: Callable[[str], None]
 ) -> ContainerResult:
-    """Run the interleaved local/docker pairs; ``say`` gets one line per pair.
+    """Run the sessions of interleaved local/docker blocks; ``say`` gets one line per pair.
 
     Raises:
+        ValueError: a setting out of range.
         suite.containers.errors.ContainerError: no engine, no docker CLI, or no image (nothing ran).
-        suite.run.options.RunError: a run failed (its result is kept in ``output_dir``).
+        suite.bench.sessions.WorkerError: a worker failed or hung (its log is in ``output_dir``).
     """
+    if settings.sessions < 1 or settings.pairs < 2 or settings.block_steps < 1 or settings.warmup_steps < 1:
+        raise ValueError("sessions, block_steps and warmup_steps must be >= 1 and pairs >= 2")
     from suite.containers.runtime import DockerRunOptions, prepare
-    from suite.run.execute import execute
-    from suite.run.options import RunOptions
 
     config = _config(settings)
     wrap = prepare(config, DockerRunOptions(image=settings.image), warn)  # engine and image checked first
-    local_opts = RunOptions(output_dir=output_dir / "local", tracking_uri=None)
-    docker_opts = RunOptions(output_dir=output_dir / "docker", tracking_uri=None, wrap=wrap)
     say(
         f"resnet50-cpu, batch {settings.batch_size}, {settings.image_size}px, {config.params.get('precision')} + "
-        f"channels_last, {settings.warmup_steps} warm-up + {settings.measure_steps} measured steps per run; "
-        f"{settings.pairs} pairs of runs, local and in {config.image if settings.image is None else settings.image}"
+        f"channels_last; {settings.sessions} sessions of {settings.pairs} pairs of {settings.block_steps}-step "
+        f"blocks, local and in {config.image if settings.image is None else settings.image}"
     )
-    pairs: list[RunPair] = []
+    output_dir.mkdir(parents=True, exist_ok=True)
+    pairs: list[SidePair] = []
+    sessions: list[RatioSummary] = []
     differences: list[tuple[str, Any, Any]] = []
-    for i in range(settings.pairs):
-        docker_first = i % 2 == 1
-        outcomes = {}
-        for side in ("docker", "local") if docker_first else ("local", "docker"):
-            outcomes[side] = execute(config, docker_opts if side == "docker" else local_opts)
-        local, docker = outcomes["local"].result, outcomes["docker"].result
-        if local.summary is None or docker.summary is None:
-            raise ValueError("a complete run has a summary")  # execute raises RunError otherwise
-        if i == 0:
-            differences = environment_differences(local.environment, docker.environment)
-        usage = [r.utilization_summary for r in (local, docker) if r.utilization_summary is not None]
-        pair = RunPair(
-            i,
-            docker_first,
-            local.summary.throughput,
-            docker.summary.throughput,
-            str(outcomes["local"].result_path),
-            str(outcomes["docker"].result_path),
-            max((u.others_cores or 0.0 for u in usage), default=0.0),
-            any(u.disturbed for u in usage),
-        )
-        pairs.append(pair)
-        say(
-            f"pair {i + 1}/{settings.pairs} ({'docker' if docker_first else 'local'} first): "
-            f"local {pair.local:.3f}  docker {pair.docker:.3f} samples/s  ratio {pair.ratio:.4f}  "
-            f"others {pair.others_cores:.2f} cores" + ("  (disturbed)" if pair.disturbed else "")
-        )
-    return ContainerResult(settings, pairs, summarize_ratios([p.ratio for p in pairs]), differences)
+    quads: list[float] = []
+    for index in range(settings.sessions):
+        got, diff = _session(index, config, wrap, settings, output_dir, say)
+        if index == 0:
+            differences = diff
+        pairs += got
+        mine = quad_ratios([p.docker for p in got], [p.local for p in got])
+        quads += mine
+        sessions.append(summarize_ratios(mine, unit="ABBA quads' ratios"))
+    summary = summarize_ratios(quads, unit="ABBA quads' ratios, all sessions") if quads else None
+    return ContainerResult(settings, pairs, summary, sessions, differences)
 
 
 def describe(result: ContainerResult) -> str:
@@ -231,7 +284,14 @@ def describe(result: ContainerResult) -> str:
     lines = [
         f"docker/local = {s.describe()} {verdict} [{GOAL[0]}, {GOAL[1]}] (the whole CI must be);",
         f"  range {s.minimum:.4f}-{s.maximum:.4f}, geometric mean {s.geometric_mean:.4f}; {s.method}",
-        f"  {disturbed} of {len(result.pairs)} pairs disturbed (a run's sampler flagged its measurement window)",
+        "  per session: "
+        + ", ".join(f"{x.median:.4f}" for x in result.sessions)
+        + (
+            ""
+            if all(GOAL[0] <= x.median <= GOAL[1] for x in result.sessions)
+            else f" (a session's median outside [{GOAL[0]}, {GOAL[1]}]: the processes, not only the blocks, differ)"
+        ),
+        f"  {disturbed} of {len(result.pairs)} pairs disturbed (other processes busy on > 0.2 cores during a block)",
     ]
     if result.differences:
         lines.append("  what the two sides ran with differs in:")

@@ -3,9 +3,9 @@
 1. Harness overhead: blocks of bare-loop and harness steps interleaved in one process
    (:mod:`suite.bench.overhead`); harness/bare with its 95% CI and the harness's
    bookkeeping time per step. Goal: median >= 0.995, CI lower bound >= 0.99.
-2. Local and container: pairs of whole runs on the host and in the workload's image
-   (:mod:`suite.bench.container`); docker/local with its 95% CI and what the two sides
-   ran with. Goal: within [0.98, 1.02].
+2. Local and container: blocks of steps interleaved between a long-lived rank on the host
+   and one in the workload's image (:mod:`suite.bench.container`); docker/local with its
+   95% CI and what the two sides ran with. Goal: within [0.98, 1.02].
 3. The CPU optimization ladder on this machine (fp32, bf16, bf16+channels_last,
    +torch.compile, +jemalloc), each run through the real `trainbench run` path,
    printed beside the seed study's c7i.2xlarge table and the bare-loop figures
@@ -187,7 +187,7 @@ def main(settings: BenchSettings, output_dir: Path) -> dict[str, Any]:
         doc["overhead"] = over.to_dict()
         verdicts.append(describe_overhead(over))
     if "docker" in settings.parts:
-        console.rule("local and container (pairs of whole runs, same config)")
+        console.rule("local and container (interleaved blocks of long-lived workers, same job)")
         try:
             cont = measure_container(settings.container, output_dir / "container", say, warn)
         except ContainerError as exc:

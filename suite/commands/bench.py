@@ -20,14 +20,16 @@ from suite.specs import resolve
 @click.argument("parts", nargs=-1, type=click.Choice(["all", "overhead", "docker", "ladder"]))
 @click.option("--pairs", type=click.IntRange(1, 10_000), default=OverheadSettings.pairs, show_default=True,
               help="Overhead: pairs of bare and harness blocks (two make an ABBA quad; >= 12 bound a 95% CI; "
-                   "about 7 s each at the defaults on a 2-vCPU CPU).")  # fmt: skip
+                   "about 9 s each at the defaults on a 2-vCPU CPU).")  # fmt: skip
 @click.option("--block-steps", type=click.IntRange(1, 10_000), default=OverheadSettings.block_steps, show_default=True,
-              help="Overhead: timed steps per block.")  # fmt: skip
-@click.option("--docker-pairs", type=click.IntRange(1, 1_000), default=ContainerSettings.pairs, show_default=True,
-              help="Docker/local: pairs of whole runs (>= 6 bound a 95% CI; about 45 s each at the "
-                   "defaults on a 2-vCPU CPU).")  # fmt: skip
+              help="Overhead and docker/local: measured steps per block.")  # fmt: skip
+@click.option("--docker-sessions", type=click.IntRange(1, 100), default=ContainerSettings.sessions,
+              show_default=True, help="Docker/local: sessions, each with new local and container workers.")  # fmt: skip
+@click.option("--docker-pairs", type=click.IntRange(2, 1_000), default=ContainerSettings.pairs, show_default=True,
+              help="Docker/local: pairs of blocks per session (two make a quad; about 8 s each at the "
+                   "defaults on a 2-vCPU CPU, plus about a minute per session to start and warm up).")  # fmt: skip
 @click.option("--steps", type=click.IntRange(2, 100_000), default=8, show_default=True,
-              help="Docker/local: measured steps per run; ladder: per rung.")  # fmt: skip
+              help="Ladder: measured steps per rung.")  # fmt: skip
 @click.option("--batch-size", type=click.IntRange(1, 4096), default=16, show_default=True,
               help="Batch size (CONTEXT.md's bare-loop figures: 16).")  # fmt: skip
 @click.option("--image-size", type=click.IntRange(32, 1024), default=224, show_default=True,
@@ -38,6 +40,7 @@ def bench(
     parts: tuple[str, ...],
     pairs: int,
     block_steps: int,
+    docker_sessions: int,
     docker_pairs: int,
     steps: int,
     batch_size: int,
@@ -56,7 +59,12 @@ def bench(
         parts=tuple(chosen),
         overhead=OverheadSettings(pairs=pairs, block_steps=block_steps, batch_size=batch_size, image_size=image_size),
         container=ContainerSettings(
-            pairs=docker_pairs, batch_size=batch_size, image_size=image_size, measure_steps=steps, image=image
+            sessions=docker_sessions,
+            pairs=docker_pairs,
+            block_steps=block_steps,
+            batch_size=batch_size,
+            image_size=image_size,
+            image=image,
         ),
         ladder_steps=steps,
     )
