@@ -289,7 +289,7 @@ def describe(result: ContainerResult) -> str:
         + (
             ""
             if all(GOAL[0] <= x.median <= GOAL[1] for x in result.sessions)
-            else f" (a session's median outside [{GOAL[0]}, {GOAL[1]}]: the processes, not only the blocks, differ)"
+            else f" (a session's median lies outside [{GOAL[0]}, {GOAL[1]}], and the goal needs every session inside)"
         ),
         f"  {disturbed} of {len(result.pairs)} pairs disturbed (other processes busy on > 0.2 cores during a block)",
     ]

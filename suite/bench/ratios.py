@@ -34,7 +34,7 @@ class RatioSummary:
     Attributes:
         n: pairs.
         median: median ratio.
-        low: lower bound of the CI of the median (None: too few pairs to bound).
+        low: lower bound of the CI of the median (None: too few ratios to bound).
         high: upper bound (None likewise).
         coverage: the interval's exact coverage under the binomial method (>= level), or None.
         level: the confidence asked for (0.95).
@@ -60,9 +60,9 @@ class RatioSummary:
         return asdict(self)
 
     def describe(self) -> str:
-        """``0.9978 (95% CI 0.9951-1.0003, n=30)``, or the median with "too few pairs to bound"."""
+        """``0.9978 (95% CI 0.9951-1.0003, n=30)``, or the median with "too few to bound"."""
         if self.low is None or self.high is None:
-            return f"{self.median:.4f} (n={self.n}: too few pairs to bound a 95% CI; run at least {MIN_PAIRS} pairs)"
+            return f"{self.median:.4f} (n={self.n}: too few to bound a 95% CI, which needs {MIN_PAIRS}; run more pairs)"
         return f"{self.median:.4f} (95% CI {self.low:.4f}-{self.high:.4f}, n={self.n})"
 
 
