@@ -65,6 +65,11 @@ class UtilizationSampler:
         self._partial = b""
 
     @property
+    def pid(self) -> int | None:
+        """The sampler process's pid between :meth:`start` and :meth:`stop`, else None."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
     def samples(self) -> list[UtilizationSample]:
         """Readings so far, in time order (reads what the sampler process wrote since the last call)."""
         self._drain()

@@ -13,12 +13,12 @@ alternates short blocks:
   after a switch is slower, as in the harness's warm-up window), then ``block_steps`` steps
   timed by one ``perf_counter`` pair;
 - **harness**: exactly what a rank runs (``workloads.rank``): the out-of-process utilization
-  sampler started, then :func:`harness.loop.run_plan` over ``Workload.step`` with the rank's
+  sampler running, and :func:`harness.loop.run_plan` over ``Workload.step`` with the rank's
   own progress writer (:func:`workloads.events.progress_writer`, one JSON line per step to a
-  real file), a one-step warm-up window (it absorbs the sampler process's start-up, as a run's
-  warm-up does), then a measurement window of ``block_steps`` steps whose throughput is the
-  window's samples over its seconds, as the summary computes it. The sampler is stopped, and
-  its process has exited, before the next block starts.
+  real file), a one-step warm-up window, then a measurement window of ``block_steps`` steps
+  whose throughput is the window's samples over its seconds, as the summary computes it. The
+  sampler is started once, as a run starts it, and paused (SIGSTOP) outside the harness
+  blocks, so its readings cost the harness blocks only.
 
 The order alternates (bare first, then harness first), so two consecutive pairs form an ABBA
 quad in which a linear drift cancels (:func:`suite.bench.ratios.quad_ratios`); a quad lasts
@@ -32,15 +32,18 @@ directly: the measurement window's seconds minus the time inside ``next(batches)
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from suite.bench.interference import others_cores
 from suite.bench.ratios import RatioSummary, quad_ratios, summarize_ratios
 
 GOAL_MEDIAN = 0.995
@@ -161,41 +164,45 @@ def _bare_block(workload: Any, steps: int, bf16: bool, channels_last: bool) -> f
     return samples / (time.perf_counter() - t0)
 
 
-def _harness_block(workload: Any, steps: int, interval_s: float, log_path: Path) -> tuple[float, float, float]:
-    """A rank's loop for one warm-up and ``steps`` measured steps:
+@contextlib.contextmanager
+def _sampler_between_blocks(interval_s: float) -> Iterator[int]:
+    """A utilization sampler started once, as a run starts it, and paused (SIGSTOP) between
+    the harness blocks; yields its pid. Restarting it for every block would charge each block a
+    process start-up that a run pays once, in its warm-up (measured: a warm-up step with the
+    start-up took 1.48 s against 1.38 s without)."""
+    from harness.sampler import UtilizationSampler
+
+    sampler = UtilizationSampler(interval_s, origin=time.perf_counter()).start()
+    pid = sampler.pid
+    if pid is None:
+        raise RuntimeError("the utilization sampler did not start")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield pid
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)  # stop() asks it to exit, which a stopped process cannot do
+        sampler.stop()
+
+
+def _harness_block(workload: Any, steps: int, sampler_pid: int, log: IO[str]) -> tuple[float, float, float]:
+    """A rank's loop for one warm-up and ``steps`` measured steps, with the sampler running:
     ``(samples/s, bookkeeping seconds per step, mean step seconds)`` of the measurement window."""
     from harness.loop import run_plan
     from harness.records import Phase
-    from harness.sampler import UtilizationSampler
     from harness.windows import RunPlan, Window
     from workloads.events import progress_writer
 
     plan = RunPlan(Window(1, 0.0), Window(steps, 0.0))
-    with log_path.open("a", buffering=1) as log:  # as workloads.rank opens its progress log
-        origin = time.perf_counter()
-        sampler = UtilizationSampler(interval_s, origin=origin).start()
-        try:
-            m = run_plan(workload, plan, origin=origin, on_step=progress_writer(log))
-        finally:
-            sampler.stop()
+    os.kill(sampler_pid, signal.SIGCONT)
+    try:
+        m = run_plan(workload, plan, origin=time.perf_counter(), on_step=progress_writer(log))
+    finally:
+        os.kill(sampler_pid, signal.SIGSTOP)
     window = next(w for w in m.windows if w.phase is Phase.MEASUREMENT)
     measured = [s for s in m.steps if s.phase is Phase.MEASUREMENT]
     inside = sum(s.data_wait_s + s.compute_s for s in measured)
     return window.samples / window.seconds, (window.seconds - inside) / len(measured), window.seconds / len(measured)
-
-
-def _others_cores(block: Callable[[], Any]) -> tuple[Any, float]:
-    """``(block(), cores other processes kept busy meanwhile)``, from /proc/stat and this process tree."""
-    from harness.procstat import Reader
-
-    reader = Reader(os.getpid())
-    reader.read()
-    t0 = time.perf_counter()
-    out = block()
-    reading = reader.read()
-    elapsed = time.perf_counter() - t0
-    others_s = reading.get("others_s") if reading else None
-    return out, (others_s / elapsed if isinstance(others_s, int | float) and elapsed > 0 else 0.0)
 
 
 def measure_overhead(settings: OverheadSettings, say: Callable[[str], None]) -> OverheadResult:
@@ -225,23 +232,26 @@ def measure_overhead(settings: OverheadSettings, say: Callable[[str], None]) -> 
         _bare_block(workload, settings.warmup_steps, bf16, True)
     pairs: list[BlockPair] = []
     step_times: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="trainbench-overhead-") as tmp:
-        log_path = Path(tmp) / "progress.jsonl"
+    with (
+        tempfile.TemporaryDirectory(prefix="trainbench-overhead-") as tmp,
+        (Path(tmp) / "progress.jsonl").open("a", buffering=1) as log,  # as workloads.rank opens its progress log
+        _sampler_between_blocks(settings.sampler_interval_s) as sampler_pid,
+    ):
 
         def bare_side() -> float:
             return _bare_block(workload, settings.block_steps, bf16, True)
 
         def harness_side() -> tuple[float, float, float]:
-            return _harness_block(workload, settings.block_steps, settings.sampler_interval_s, log_path)
+            return _harness_block(workload, settings.block_steps, sampler_pid, log)
 
         for i in range(settings.pairs):
             harness_first = i % 2 == 1
             if harness_first:
-                (harness, keeping, step_s), others_h = _others_cores(harness_side)
-                bare, others_b = _others_cores(bare_side)
+                (harness, keeping, step_s), others_h = others_cores(harness_side)
+                bare, others_b = others_cores(bare_side)
             else:
-                bare, others_b = _others_cores(bare_side)
-                (harness, keeping, step_s), others_h = _others_cores(harness_side)
+                bare, others_b = others_cores(bare_side)
+                (harness, keeping, step_s), others_h = others_cores(harness_side)
             step_times.append(step_s)
             pair = BlockPair(i, harness_first, bare, harness, keeping, max(others_b, others_h))
             pairs.append(pair)

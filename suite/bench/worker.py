@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,24 +33,16 @@ def _answer(doc: dict[str, Any]) -> None:
 
 def _block(workload: Any, steps: int, progress: IO[str] | None) -> dict[str, float]:
     from harness.loop import run_plan
-    from harness.procstat import Reader
     from harness.records import Phase
     from harness.windows import RunPlan, Window
+    from suite.bench.interference import others_cores
     from workloads.events import progress_writer
 
-    reader = Reader(os.getpid())
-    reader.read()
-    t0 = time.perf_counter()
-    m = run_plan(workload, RunPlan(Window(1, 0.0), Window(steps, 0.0)), on_step=progress_writer(progress))
-    reading = reader.read()
-    elapsed = time.perf_counter() - t0
+    plan = RunPlan(Window(1, 0.0), Window(steps, 0.0))
+    m, others = others_cores(lambda: run_plan(workload, plan, on_step=progress_writer(progress)))
     window = next(w for w in m.windows if w.phase is Phase.MEASUREMENT)
-    others = reading.get("others_s") if reading else None
-    return {
-        "throughput": window.samples / window.seconds,
-        "step_s": window.seconds / window.steps,
-        "others_cores": others / elapsed if isinstance(others, int | float) and elapsed > 0 else 0.0,
-    }
+    seconds = window.seconds
+    return {"throughput": window.samples / seconds, "step_s": seconds / window.steps, "others_cores": others}
 
 
 def serve(job_path: Path, system_path: Path, progress_path: Path | None, commands: IO[str]) -> int:

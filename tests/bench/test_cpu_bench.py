@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+import psutil
 import pytest
 
 from suite.bench.container import environment_differences
@@ -107,6 +108,8 @@ def test_overhead_benchmark_runs_the_real_harness_and_bare_loop() -> None:
     assert doc["pairs"][1]["ratio"] == pytest.approx(result.pairs[1].harness / result.pairs[1].bare)
     assert len(lines) == 3 and "pair 2/2 (harness first)" in lines[-1] and "cores" in lines[-1]
     assert all(p.others_cores >= 0 for p in result.pairs)
+    # the sampler, paused between the harness blocks, was resumed and has exited
+    assert not [c for c in psutil.Process().children(recursive=True) if "harness.procstat" in " ".join(c.cmdline())]
 
 
 def test_bench_refuses_an_unknown_part(tmp_path: Path) -> None:

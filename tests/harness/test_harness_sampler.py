@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import psutil
@@ -29,11 +30,15 @@ def busy_while_sampling(sampler: UtilizationSampler, seconds: float, min_reading
 def test_real_sampler_reads_every_core_and_rss() -> None:
     origin = time.perf_counter()
     sampler = UtilizationSampler(interval_s=0.05, origin=origin)
+    assert sampler.pid is None
     with sampler:
+        pid = sampler.pid
+        assert pid is not None and psutil.Process(pid).parent().pid == os.getpid()
         busy_while_sampling(sampler, seconds=0.5, min_readings=3, cap_s=5.0)
     elapsed = time.perf_counter() - origin
     readings = sampler.samples
-    assert sampler._proc is None  # the sampler process was waited for
+    assert sampler.pid is None and not psutil.pid_exists(pid)  # the sampler process was waited for
+    assert sampler._proc is None
     assert sampler._out is None
     assert sampler.error is None
     # about one reading per 0.05 s: at least 3, never more than the interval allows
