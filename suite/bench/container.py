@@ -58,7 +58,7 @@ class ContainerSettings:
 
     Attributes:
         sessions: sessions, each with a fresh local and a fresh container worker (>= 1).
-        pairs: (local, docker) block pairs per session (>= 2; two make a quad; 12 quads in all
+        pairs: (local, docker) block pairs per session (>= 2; two make a quad; 6 quads in all
             bound a 95% CI).
         block_steps: measured steps per block, after one warm-up step.
         batch_size: samples per step.
