@@ -281,16 +281,12 @@ def describe(result: ContainerResult) -> str:
     else:
         verdict = "[red]not within[/red]"
     disturbed = sum(p.disturbed for p in result.pairs)
+    inside = all(GOAL[0] <= x.median <= GOAL[1] for x in result.sessions)
+    outside = f" (a session's median lies outside [{GOAL[0]}, {GOAL[1]}], and the goal needs every session inside)"
     lines = [
         f"docker/local = {s.describe()} {verdict} [{GOAL[0]}, {GOAL[1]}] (the whole CI must be);",
         f"  range {s.minimum:.4f}-{s.maximum:.4f}, geometric mean {s.geometric_mean:.4f}; {s.method}",
-        "  per session: "
-        + ", ".join(f"{x.median:.4f}" for x in result.sessions)
-        + (
-            ""
-            if all(GOAL[0] <= x.median <= GOAL[1] for x in result.sessions)
-            else f" (a session's median lies outside [{GOAL[0]}, {GOAL[1]}], and the goal needs every session inside)"
-        ),
+        "  per session: " + ", ".join(f"{x.median:.4f}" for x in result.sessions) + ("" if inside else outside),
         f"  {disturbed} of {len(result.pairs)} pairs disturbed (other processes busy on > 0.2 cores during a block)",
     ]
     if result.differences:
