@@ -30,6 +30,7 @@ from suite.bench.container import ContainerSettings, measure_container
 from suite.bench.container import describe as describe_container
 from suite.bench.overhead import OverheadSettings, measure_overhead
 from suite.bench.overhead import describe as describe_overhead
+from suite.bench.sessions import WorkerError
 from suite.console import warn
 from suite.containers.errors import ContainerError
 from suite.run.execute import execute
@@ -162,7 +163,9 @@ def main(settings: BenchSettings, output_dir: Path) -> dict[str, Any]:
     """Run the requested parts, print the figures and write them to ``output_dir/bench.json``.
 
     Raises:
-        suite.run.options.RunError: a run of the docker/local or ladder part failed.
+        suite.run.options.RunError: a run of the ladder part failed.
+        suite.bench.sessions.WorkerError: a docker/local worker failed or hung (raised after the
+            other parts' figures are printed and written).
     """
     console = Console()
     machine = _machine()
@@ -177,6 +180,7 @@ def main(settings: BenchSettings, output_dir: Path) -> dict[str, Any]:
         )
     doc: dict[str, Any] = {"machine": machine}
     verdicts: list[str] = []
+    failure: WorkerError | None = None
 
     def say(line: str) -> None:
         console.print(escape(line))
@@ -193,6 +197,10 @@ def main(settings: BenchSettings, output_dir: Path) -> dict[str, Any]:
         except ContainerError as exc:
             doc["container"] = {"skipped": str(exc)}
             verdicts.append(f"docker/local: skipped: {escape(str(exc))}")
+        except WorkerError as exc:  # the figures measured so far are still printed and written, then it fails
+            failure = exc
+            doc["container"] = {"failed": str(exc)}
+            verdicts.append(f"[red]docker/local: failed[/red]: {escape(str(exc))}")
         else:
             doc["container"] = cont.to_dict()
             verdicts.append(describe_container(cont))
@@ -210,4 +218,6 @@ def main(settings: BenchSettings, output_dir: Path) -> dict[str, Any]:
     with contextlib.suppress(OSError):
         (output_dir / "bench.json").write_text(json.dumps(doc, indent=1))
         console.print(f"figures: {output_dir / 'bench.json'}")
+    if failure is not None:
+        raise failure
     return doc

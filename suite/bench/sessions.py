@@ -23,14 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from suite.errors import RunFailed
 from suite.run.launch import LaunchPlan, plan_launch
 
 LOG_TAIL_CHARS = 2000
 """How much of a failed worker's log goes into the error."""
 
 
-class WorkerError(RuntimeError):
-    """A block worker exited, answered an error, or did not answer in time."""
+class WorkerError(RunFailed):
+    """A block worker exited, answered an error, or did not answer in time (exit status 1)."""
 
 
 @dataclass

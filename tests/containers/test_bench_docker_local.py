@@ -26,3 +26,29 @@ def test_a_tiny_docker_local_session_in_the_real_image(cpu_image: Any, tmp_path:
     assert "cannot decide" in describe(result) and "per session" in describe(result)
     assert json.loads(json.dumps(result.to_dict()))["pairs"][1]["docker_first"] is True
     assert (tmp_path / "session1-docker" / "system.json").exists()
+
+
+def test_a_worker_that_fails_in_its_image_keeps_the_overhead_figures_and_exits_1(
+    engine: Any, cpu_image: Any, tmp_path: Path
+) -> None:
+    """The docker/local part run in the offline base image (Debian's python3, no trainbench):
+    its worker exits before answering. The command says so with the worker's log, exits 1 without a
+    traceback, and bench.json still holds the overhead part measured before it."""
+    from suite.containers.images import LOCAL_BASE_IMAGE
+    from tests.conftest import trainbench
+
+    engine.images.get(LOCAL_BASE_IMAGE)  # built before every image (make base-image)
+    out = tmp_path / "bench"
+    tiny = ["--pairs", "2", "--block-steps", "1", "--batch-size", "2", "--image-size", "64"]
+    proc = trainbench(
+        "bench", "overhead", "docker", *tiny, "--docker-sessions", "1", "--docker-pairs", "2",
+        "--image", LOCAL_BASE_IMAGE, "--output-dir", str(out), cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error: the docker worker exited" in proc.stderr
+    # the log's tail says why: the base image has python3 but no `python` (nor trainbench)
+    assert "exec python failed" in proc.stderr
+    assert "Traceback" not in proc.stderr.split("its log", 1)[0]
+    doc = json.loads((out / "bench.json").read_text())
+    assert len(doc["overhead"]["pairs"]) == 2 and "exited" in doc["container"]["failed"]
+    assert "docker/local: failed" in proc.stdout
