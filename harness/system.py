@@ -24,7 +24,7 @@ from harness.gpus import gpu_devices
 from harness.isa import IsaInfo, detect_isa
 
 PERF_ENV_PATTERN = re.compile(
-    r"^(OMP_|KMP_|GOMP_|MKL_|LD_PRELOAD$|MALLOC_CONF$|TCMALLOC_|CUDA_VISIBLE_DEVICES$|NCCL_|"
+    r"^(OMP_|KMP_|GOMP_|MKL_|LD_PRELOAD$|MALLOC_|GLIBC_TUNABLES$|TCMALLOC_|CUDA_VISIBLE_DEVICES$|NCCL_|"
     r"PYTORCH_|TORCH_|TORCHINDUCTOR_|HOROVOD_|DNNL_|ONEDNN_|OPENBLAS_|TRAINBENCH_)"
 )
 """Environment variables that can change training performance; all of them are recorded."""

@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from suite.bench.overhead import describe as describe_overhead
 from suite.bench.sessions import WorkerError
 from suite.console import warn
 from suite.containers.errors import ContainerError
+from suite.run.allocators import GLIBC_MALLOC_TUNABLES, pin_glibc_malloc
 from suite.run.execute import execute
 from suite.run.options import RunError, RunOptions
 from suite.specs import resolve
@@ -159,6 +161,21 @@ def _machine() -> dict[str, Any]:
     }
 
 
+def _rank_malloc(say: Callable[[str], None]) -> str:
+    """Give this process the malloc thresholds a rank gets (:func:`suite.run.launch.plan_launch`):
+    its own ``GLIBC_TUNABLES`` when it was started with one, else trainbench's, pinned now
+    (:func:`suite.run.allocators.pin_glibc_malloc`). Returns what is in force, as text."""
+    if "GLIBC_TUNABLES" in os.environ:
+        return f"GLIBC_TUNABLES={os.environ['GLIBC_TUNABLES']} (this process's own)"
+    try:
+        pin_glibc_malloc()
+    except ValueError as exc:
+        say(f"malloc thresholds left as they are: {exc}")
+        return f"not pinned: {exc}"
+    say(f"malloc thresholds pinned as a rank's: {GLIBC_MALLOC_TUNABLES}")
+    return GLIBC_MALLOC_TUNABLES
+
+
 def main(settings: BenchSettings, output_dir: Path) -> dict[str, Any]:
     """Run the requested parts, print the figures and write them to ``output_dir/bench.json``.
 
@@ -187,8 +204,9 @@ def main(settings: BenchSettings, output_dir: Path) -> dict[str, Any]:
 
     if "overhead" in settings.parts:
         console.rule("harness overhead (bare and harness blocks interleaved in one process)")
+        malloc = _rank_malloc(say)
         over = measure_overhead(settings.overhead, say)
-        doc["overhead"] = over.to_dict()
+        doc["overhead"] = {**over.to_dict(), "malloc": malloc}
         verdicts.append(describe_overhead(over))
     if "docker" in settings.parts:
         console.rule("local and container (interleaved blocks of long-lived workers, same job)")

@@ -1,5 +1,5 @@
-"""Starting the rank process: the launcher's command, the memory allocator preload
-(:mod:`suite.run.allocators`) and the OpenMP environment.
+"""Starting the rank process: the launcher's command, the memory allocator (a preload, or
+glibc's pinned thresholds: :mod:`suite.run.allocators`) and the OpenMP environment.
 
 The rank reads back from /proc/self/maps which allocator really loaded, and that
 reading, not this request, goes into the result.
@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.gpus import gpu_devices
 from harness.system import numa_topology, parse_cpulist
 from suite.config import HorovodrunLaunch, InlineLaunch, LaunchBase, RunCpuLaunch, TorchrunLaunch
-from suite.run.allocators import JEMALLOC_CONF, LIB_DIRS, allocator_library
+from suite.run.allocators import GLIBC_MALLOC_TUNABLES, JEMALLOC_CONF, LIB_DIRS, allocator_library
 from suite.run.options import LaunchError
 from suite.run.placement import PlacementError, placement
 
@@ -142,7 +142,11 @@ def plan_launch(
     it only finds unversioned ``lib*.so`` files (Debian ships ``.so.2``/``.so.4``)
     and Intel OpenMP is not shipped here; the allocator is preloaded by trainbench
     in both launchers, so the two launchers differ only in run_cpu's core binding
-    and thread settings.
+    and thread settings. With ``allocator=default`` the rank gets glibc's malloc with its
+    thresholds pinned (``GLIBC_TUNABLES``: :data:`suite.run.allocators.GLIBC_MALLOC_TUNABLES`)
+    or, when the caller's environment sets ``GLIBC_TUNABLES`` (``GLIBC_TUNABLES=`` for glibc's
+    own dynamic thresholds), the caller's value; either way it is in ``env_set``, so a
+    container or a Slurm job gets it too and the result records it.
 
     Raises:
         LaunchError: a requested allocator is missing, or a CPU/NUMA binding cannot be made.
@@ -157,6 +161,8 @@ def plan_launch(
             env["MALLOC_CONF"] = launch.malloc_conf or base.get("MALLOC_CONF") or JEMALLOC_CONF
     elif launch.malloc_conf:
         raise LaunchError("malloc_conf applies to allocator=jemalloc only; set allocator=jemalloc or drop malloc_conf")
+    else:  # glibc's malloc: pinned thresholds; the caller's own GLIBC_TUNABLES (even "") wins
+        env["GLIBC_TUNABLES"] = base.get("GLIBC_TUNABLES", GLIBC_MALLOC_TUNABLES)
     for key, value in (
         ("OMP_NUM_THREADS", launch.omp_num_threads),
         ("KMP_BLOCKTIME", launch.kmp_blocktime),

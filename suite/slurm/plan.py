@@ -76,6 +76,8 @@ def rank_for(config: RunConfig, run_dir: Path) -> RankCommand:
         local = local.model_copy(update={"nnodes": 1})  # the script sets torchrun's own arguments
     plan = plan_launch(local, run_dir / "job.json", run_dir / "measurement.json", run_dir / "progress.jsonl")
     env = dict(plan.env_set)
+    if launch.allocator != "default":  # glibc's thresholds are for glibc's malloc only
+        env.pop("GLIBC_TUNABLES", None)
     if launch.allocator == "jemalloc":
         env["MALLOC_CONF"] = launch.malloc_conf or JEMALLOC_CONF
     return rank_command(plan.command, plan.launcher, env, allocator=launch.allocator)

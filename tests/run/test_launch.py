@@ -11,9 +11,9 @@ from suite.config import InlineLaunch, RunCpuLaunch
 from suite.run import allocators, launch
 
 
-def test_default_launch_sets_nothing() -> None:
+def test_default_launch_sets_only_glibcs_malloc_thresholds() -> None:
     plan = launch.plan_launch(InlineLaunch(), Path("j.json"), Path("o.json"), base_env={})
-    assert plan.env_set == {}
+    assert plan.env_set == {"GLIBC_TUNABLES": allocators.GLIBC_MALLOC_TUNABLES}
     assert plan.command == [sys.executable, "-m", "workloads.rank", "--job", "j.json", "--out", "o.json"]
 
 
@@ -27,6 +27,7 @@ def test_openmp_settings_become_environment() -> None:
     )
     env = launch.plan_launch(cfg, Path("j"), Path("o"), base_env={}).env_set
     assert env == {
+        "GLIBC_TUNABLES": allocators.GLIBC_MALLOC_TUNABLES,
         "OMP_NUM_THREADS": "2",
         "KMP_BLOCKTIME": "1",
         "KMP_AFFINITY": "granularity=fine,compact,1,0",
@@ -46,6 +47,7 @@ def test_allocator_is_preloaded_ahead_of_existing_preload(name: str) -> None:
     first, rest = env["LD_PRELOAD"].split(":", 1)
     assert first.endswith(soname) and Path(first).is_absolute() and rest == "/x/libother.so"
     assert ("MALLOC_CONF" in env) == (name == "jemalloc")
+    assert "GLIBC_TUNABLES" not in env  # glibc's thresholds are for glibc's malloc only
 
 
 def test_missing_allocator_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
