@@ -52,11 +52,12 @@ glibc's malloc gives freed memory at the top of its heap back to the kernel once
 program runs (the "dynamic mmap threshold" of malloc(3)). A training step frees and allocates
 its activations again every step, so how much of them is faulted in afresh each step depends
 on where the heap's top happens to lie: on the process's luck, not on the machine. Measured
-here (2-vCPU Zen 4, glibc 2.36, ResNet-50 batch 16 bf16 + channels_last, one process per row):
-20,000-120,000 minor page faults per step and 0.04-0.24 s of system time in a 1.2-1.6 s step;
-the same image and torch ran 8% faster in a container than on the host in one pair of
-processes, 2-4% in others (``make bench``'s docker part). Pinned, the same steps take
-0 faults and 0.00 s of system time.
+here (2-vCPU Zen 4, glibc 2.36, ResNet-50 batch 16 bf16 + channels_last): 20,000-120,000
+minor page faults per step and 0.04-0.24 s of system time in a 1.2-1.6 s step, different in
+each process; the same image and torch ran 8% faster in a container than on the host in one
+pair of processes and 0.3-3.9% in four others (``make bench``'s docker part). Pinned, the
+same steps take 0 faults and 0.00 s of system time, and ``make bench`` measured docker/local
+1.0024 (95% CI 0.9935-1.0091).
 
 - ``trim_threshold`` 2 GiB - 1, the largest value mallopt(3) takes (an ``int``), so a running
   process can pin the same thresholds (:func:`pin_glibc_malloc`): up to that much free memory
