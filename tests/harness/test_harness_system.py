@@ -9,8 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
+from harness import system
 from harness.system import capture_system, loaded_libraries, numa_topology, parse_cpulist, process_binding
 
 REPO = Path(__file__).resolve().parents[2]
@@ -151,3 +153,18 @@ def test_loaded_libraries_sees_preloaded_jemalloc() -> None:
     assert any(Path(p).name == "libjemalloc.so.2" for p in with_preload["jemalloc"])
     without = _libraries_in_child({})
     assert without["jemalloc"] == []
+
+
+def test_a_prefetched_cpu_description_is_the_one_captured_and_is_used_once() -> None:
+    """A rank starts py-cpuinfo before building its workload (prefetch_cpu); capture_system then takes
+    that description (py-cpuinfo's real output, in a background thread), and a later capture reads a fresh one."""
+    system.prefetch_cpu()
+    system.prefetch_cpu()  # a second call while one is pending starts nothing
+    assert len(system._PREFETCH) == 1
+    pending = system._PREFETCH[0]
+    first = capture_system()["cpu"]
+    assert pending.done() and system._PREFETCH == []
+    assert first == pending.result()
+    assert "error" not in first and first["flags"] and first["logical_cores"] == psutil.cpu_count(logical=True)
+    again = capture_system()["cpu"]
+    assert again["model"] == first["model"] and again["flags"] == first["flags"]
