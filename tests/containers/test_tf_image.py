@@ -1,8 +1,8 @@
 """The TensorFlow image (trainbench-tf) against a real engine: its lock, build and labels, Horovod's build
 (TensorFlow + Gloo), TensorFlow 2.15 with Keras 2 and no torch, the workload's Horovod hooks with two real
-ranks, and resnet50-tf-horovod run end to end by ``trainbench run --runtime docker`` with two Horovod ranks
-on CPU: synthetic data, an ImageFolder read with tf.data in the trainers, and one preprocessed on a tf.data
-service (TensorFlow 2.21 on the host) read by the image's TensorFlow 2.15.
+ranks (on synthetic batches), and resnet50-tf-horovod run end to end by ``trainbench run --runtime docker``
+with two Horovod ranks on CPU: bf16 on an ImageFolder read with tf.data in the trainers, and fp32 on one
+preprocessed on a tf.data service (TensorFlow 2.21 on the host) read by the image's TensorFlow 2.15.
 
 Skipped without an engine or without the image (``make images IMAGES=trainbench-tf``); failed instead
 in CI (``TRAINBENCH_REQUIRE_DOCKER=1``).
@@ -244,23 +244,26 @@ def _check_two_rank_result(result: Result, raw: dict[str, Any], tf_image: Any) -
 
 
 @pytest.mark.slow
-def test_two_horovod_ranks_train_in_the_tf_image_and_combine(engine: Any, tf_image: Any, tmp_path: Path) -> None:
-    result, raw = _run_tf(tmp_path, "--set", "precision=bf16")
-    _check_two_rank_result(result, raw, tf_image)
-    info = result.workload_info
-    assert info["data"] == "synthetic" and info["mixed_precision_policy"] == "mixed_bfloat16"
-    assert info["intra_op_threads"] == 1
-
-
-@pytest.mark.slow
-def test_imagefolder_read_with_tf_data_in_the_trainers(
+def test_two_horovod_ranks_train_bf16_on_an_imagefolder_read_with_tf_data_in_the_trainers(
     engine: Any, tf_image: Any, tmp_path: Path, jpeg_folder: Path
 ) -> None:
+    """Two Horovod ranks in the tf image combine into one result; bf16 is Keras' mixed_bfloat16 policy, and
+    each trainer reads its shard of real JPEGs with tf.data. (One run for both: a tf run costs about 40 s
+    of two CPUs, most of it TensorFlow's import and tracing, not steps.)"""
     result, raw = _run_tf(
-        tmp_path, "--set", "data=imagefolder", "--set", f"data_dir={jpeg_folder}", "--set", "num_parallel_calls=2"
+        tmp_path,
+        "--set",
+        "precision=bf16",
+        "--set",
+        "data=imagefolder",
+        "--set",
+        f"data_dir={jpeg_folder}",
+        "--set",
+        "num_parallel_calls=2",
     )
     _check_two_rank_result(result, raw, tf_image)
     info = result.workload_info
+    assert info["mixed_precision_policy"] == "mixed_bfloat16" and info["intra_op_threads"] == 1
     assert info["data"] == "imagefolder" and info["classes"] == 3 and info["rank_shard_samples"] == 6
     prep = info["preprocessing"]
     assert (prep["engine"], prep["placement"], prep["workers"]) == ("tf.data", "trainer", 2)
