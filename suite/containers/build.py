@@ -3,10 +3,11 @@ the build log streamed, and untagging the images of superseded inputs."""
 
 from __future__ import annotations
 
+import re
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -98,14 +99,34 @@ def _context_tar(image: ImageDef, root: Path, ca_bundle: Path | None) -> IO[byte
     return f
 
 
-def _stream(chunks: Iterator[dict[str, Any]], log: Log) -> tuple[str | None, str | None, list[str]]:
-    """Forward a build's log; return (image id, error, last lines)."""
+_STEP = re.compile(r"^Step (\d+/\d+) : (.*)")
+
+
+def _stream(
+    chunks: Iterator[dict[str, Any]], log: Log, clock: Callable[[], float] = time.perf_counter
+) -> tuple[str | None, str | None, list[str]]:
+    """Forward a build's log; return (image id, error, last lines).
+
+    After each Dockerfile step (the engine's ``Step N/M : INSTRUCTION`` lines) it logs
+    ``step N/M: S s (INSTRUCTION)``, the step's wall time in seconds by ``clock``, so a slow
+    build says which step cost it; a cached step takes about 0 s.
+    """
     image_id: str | None = None
     error: str | None = None
     tail: list[str] = []
+    step: tuple[str, str, float] | None = None
+
+    def step_done() -> None:
+        if step is not None:
+            log(f"step {step[0]}: {clock() - step[2]:.1f} s ({step[1][:70]})\n")
+
     for chunk in chunks:
         if "stream" in chunk:
             text = str(chunk["stream"])
+            match = _STEP.match(text)
+            if match:
+                step_done()
+                step = (match[1], match[2].strip(), clock())
             log(text)
             tail = (tail + text.splitlines())[-40:]
         elif "status" in chunk and not chunk.get("progressDetail"):
@@ -114,6 +135,7 @@ def _stream(chunks: Iterator[dict[str, Any]], log: Log) -> tuple[str | None, str
             image_id = str(chunk["aux"]["ID"])
         if "error" in chunk:
             error = str(chunk["error"]).strip()
+    step_done()
     return image_id, error, tail
 
 

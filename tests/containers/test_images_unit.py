@@ -199,3 +199,31 @@ def test_gpu_dockerfile_shares_the_cpu_deps_stage() -> None:
     cpu = deps_stage("containers/cpu/Dockerfile")
     assert "--require-hashes" in cpu and "requirements.lock" in cpu
     assert deps_stage("containers/gpu/Dockerfile") == cpu
+
+
+def test_the_build_log_says_how_long_each_dockerfile_step_took() -> None:
+    """The engine's (legacy builder's) stream, as docker-py decodes it: each step's time is logged after it."""
+    from suite.containers.build import _stream
+
+    chunks = [
+        {"stream": "Step 1/3 : FROM python:3.11-slim AS deps"},
+        {"stream": "\n"},
+        {"stream": " ---> 1a2b3c\n"},
+        {"stream": "Step 2/3 : RUN pip install --require-hashes -r /tmp/requirements.lock\n"},
+        {"stream": " ---> Running in 4d5e6f\n"},
+        {"status": "Downloading", "progressDetail": {"current": 1}},
+        {"stream": "Step 3/3 : LABEL org.opencontainers.image.title=trainbench-cpu\n"},
+        {"aux": {"ID": "sha256:feed"}},
+        {"stream": "Successfully built feed\n"},
+    ]
+    times = iter([0.0, 0.5, 0.5, 125.3, 125.3, 125.4])  # step 1 starts, ends; step 2 starts, ...
+    lines: list[str] = []
+    image_id, error, tail = _stream(iter(chunks), lines.append, clock=lambda: next(times))
+    assert (image_id, error) == ("sha256:feed", None)
+    steps = [line for line in lines if line.startswith("step ")]
+    assert steps == [
+        "step 1/3: 0.5 s (FROM python:3.11-slim AS deps)\n",
+        "step 2/3: 124.8 s (RUN pip install --require-hashes -r /tmp/requirements.lock)\n",
+        "step 3/3: 0.1 s (LABEL org.opencontainers.image.title=trainbench-cpu)\n",
+    ]
+    assert tail[-1] == "Successfully built feed"
