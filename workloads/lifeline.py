@@ -25,6 +25,9 @@ on a cluster):
 - fast path: where the rank's parent process IS the supervisor (a local inline
   launch), ``PR_SET_PDEATHSIG`` makes the kernel send SIGTERM the moment it dies.
 
+Clock readings bracket each read, so a rank thread waiting seconds for the GIL (a long C call, e.g.
+TensorFlow's tracing on a loaded machine; it lost a live supervisor in CI) never counts it as staleness.
+
 Worst case from the supervisor's death to the rank's exit: ``timeout_s + poll_s +
 grace_s`` (4 + 0.25 + 3 s by default), inside the 10 s the suite promises. Measured
 here (2 vCPUs, loaded): 1.3 s by the parent-death signal, 5.5 s by the heartbeat, 7-9 s
@@ -260,10 +263,9 @@ class Lifeline:
     def exit_now(self, code: int, message: str | None = None) -> NoReturn:
         """End the rank at once with ``code`` (after printing ``message`` and flushing its output).
 
-        Called by the rank once it has written its partial measurement after losing its
-        supervisor: nobody waits for its orderly teardown, which takes seconds with torch
-        and the libraries of its collectives (measured here: 4-7 s on a loaded node, which
-        had ranks outlive their supervisor by more than 10 s).
+        Called by the rank once it has written its partial measurement after losing its supervisor:
+        nobody waits for its orderly teardown, which takes seconds with torch and the libraries of its
+        collectives (measured here: 4-7 s on a loaded node, which had ranks outlive their supervisor by > 10 s).
         """
         if message:
             print(message, file=sys.stderr)
@@ -275,13 +277,12 @@ class Lifeline:
         last = self._read()
         changed_at = self._clock()
         while not self._stop.wait(self.poll_s):
-            current = self._read()
-            now = self._clock()
+            before, current, after = self._clock(), self._read(), self._clock()  # evaluated in this order
             if current != last:
-                last, changed_at = current, now
-            elif now - changed_at > self.timeout_s:
+                last, changed_at = current, after
+            elif before - changed_at > self.timeout_s:
                 state = "missing" if current is None else "unchanged"
-                self._lose(f"lost its supervisor: heartbeat {self.path} {state} for {now - changed_at:.1f} s")
+                self._lose(f"lost its supervisor: heartbeat {self.path} {state} for {before - changed_at:.1f} s")
                 return
 
     def _lose(self, reason: str) -> None:

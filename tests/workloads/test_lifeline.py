@@ -167,3 +167,46 @@ def test_a_malformed_lifeline_entry_is_refused(entry: dict[str, object], message
 
 def test_a_job_without_a_lifeline_entry_gets_none() -> None:
     assert Lifeline.from_job({"workload": "resnet50-cpu"}) is None
+
+
+class _ScriptedReads(Lifeline):
+    """A lifeline that reads the real heartbeat file on an injected clock, following a script: before each
+    read the supervisor may beat, and after it the thread may stall (waiting for the GIL after its read()
+    syscall); it records a loss instead of signalling the main thread, and stops when the script ends."""
+
+    def __init__(self, hb: Heartbeat, script: list[tuple[bool, float]]) -> None:
+        self.now, self.hb, self.script = 0.0, hb, script
+        super().__init__(hb.path, timeout_s=4.0, poll_s=0.001, clock=lambda: self.now)
+
+    def _read(self) -> bytes | None:
+        beat_first, stall_s = self.script.pop(0)
+        if beat_first:
+            self.hb.beat()
+        content = super()._read()
+        self.now += stall_s
+        if not self.script:
+            self._stop.set()
+        return content
+
+    def _lose(self, reason: str) -> None:
+        self._lost = reason
+
+
+def test_a_stall_inside_a_read_is_not_a_lost_supervisor(tmp_path: Path) -> None:
+    """The rank's thread reads the beat, then waits 4.5 s for the GIL before it looks at the clock (seen in
+    CI: both ranks of a TensorFlow run lost a live supervisor while tracing); the next read sees a new beat.
+    The beat it read was fresh, so the supervisor was never lost."""
+    hb = Heartbeat(tmp_path / "heartbeat")
+    hb.beat()
+    lifeline = _ScriptedReads(hb, [(False, 0.0), (False, 4.5), (True, 0.3)])
+    lifeline._run()
+    assert lifeline.lost_reason() is None
+
+
+def test_a_heartbeat_unchanged_past_the_timeout_is_a_lost_supervisor(tmp_path: Path) -> None:
+    """The same reads, 0.3 s apart by the clock, with no new beat: unchanged for 4.2 s is a lost supervisor."""
+    hb = Heartbeat(tmp_path / "heartbeat")
+    hb.beat()
+    lifeline = _ScriptedReads(hb, [(False, 0.0)] + [(False, 0.3)] * 20)
+    lifeline._run()
+    assert lifeline.lost_reason() == f"lost its supervisor: heartbeat {hb.path} unchanged for 4.2 s"
