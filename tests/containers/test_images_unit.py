@@ -6,6 +6,7 @@ import shutil
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -205,7 +206,7 @@ def test_the_build_log_says_how_long_each_dockerfile_step_took() -> None:
     """The engine's (legacy builder's) stream, as docker-py decodes it: each step's time is logged after it."""
     from suite.containers.build import _stream
 
-    chunks = [
+    chunks: list[dict[str, Any]] = [
         {"stream": "Step 1/3 : FROM python:3.11-slim AS deps"},
         {"stream": "\n"},
         {"stream": " ---> 1a2b3c\n"},
