@@ -1,41 +1,37 @@
 """A rank's lifeline to its supervisor: ranks stop within seconds when ``trainbench run`` is gone.
 
-A supervisor killed with SIGKILL (the OOM killer, a CI timeout) runs no clean-up, and
-a rank started by a launcher (torchrun, horovodrun), inside a container or on a Slurm
-node is not its child, so no signal reaches it: measured here, such a rank trained on,
-orphaned, for over 15 minutes. One mechanism covers every launch, because the run
-directory is shared with every rank (a bind mount for docker, the shared filesystem
-on a cluster):
+A supervisor killed with SIGKILL (the OOM killer, a CI timeout) runs no clean-up, and a rank started by
+a launcher (torchrun, horovodrun), inside a container or on a Slurm node is not its child, so no signal
+reaches it: measured here, such a rank trained on, orphaned, for over 15 minutes. One mechanism covers
+every launch, because the run directory is shared with every rank (a bind mount for docker, the shared
+filesystem on a cluster):
 
-- the supervisor's :class:`Heartbeat` rewrites a small file in the run directory
-  every ``interval_s`` (1 s), with a counter, so its bytes change at every beat;
-- each rank's :class:`Lifeline` reads that file every ``poll_s`` and judges
-  staleness by its OWN monotonic clock: if the bytes have not changed for
-  ``timeout_s``, the supervisor is lost. No timestamps of two hosts are ever
-  compared and file times are not used, so clock skew between hosts and NFS
-  attribute caching do not matter (NFS close-to-open consistency makes each fresh
-  ``open`` see the last closed write; the file is rewritten in place, never renamed,
-  so a reader never holds a stale handle);
-- on loss the rank's main thread gets SIGTERM, which ``workloads.rank`` turns into an
-  interrupt that writes the partial measurement (``measurement.json``; the
-  per-step ``progress.jsonl`` already holds every finished step), then ends at once
-  (:meth:`Lifeline.exit_now`: no interpreter teardown). A rank that has not exited
-  ``grace_s`` later (e.g. blocked in a collective waiting for a dead peer) is ended
+- the supervisor's :class:`Heartbeat` rewrites a small file in the run directory every ``interval_s``
+  (1 s), with a counter, so its bytes change at every beat;
+- each rank's :class:`Lifeline` reads that file every ``poll_s`` and judges staleness by its OWN
+  monotonic clock: if the bytes have not changed for ``timeout_s``, the supervisor is lost. No
+  timestamps of two hosts are ever compared and file times are not used, so clock skew between hosts
+  and NFS attribute caching do not matter (NFS close-to-open consistency makes each fresh ``open`` see
+  the last closed write; the file is rewritten in place, never renamed, so a reader never holds a stale
+  handle). Clock readings bracket each read, so a wait for the GIL inside one is never counted;
+- on loss the rank's main thread gets SIGTERM, which ``workloads.rank`` turns into an interrupt that
+  writes the partial measurement (``measurement.json``; the per-step ``progress.jsonl`` already holds
+  every finished step), then ends at once (:meth:`Lifeline.exit_now`: no interpreter teardown). A rank
+  that has not exited ``grace_s`` later (e.g. blocked in a collective waiting for a dead peer) is ended
   with ``os._exit``; its progress log still holds the measured steps;
-- fast path: where the rank's parent process IS the supervisor (a local inline
-  launch), ``PR_SET_PDEATHSIG`` makes the kernel send SIGTERM the moment it dies.
+- fast path: where the rank's parent process IS the supervisor (a local inline launch),
+  ``PR_SET_PDEATHSIG`` makes the kernel signal the rank the moment that parent thread dies. The signal
+  is a real-time one of its own (:data:`PDEATH_SIGNAL`), turned into SIGTERM: the parent's pid cannot
+  tell, because a dying multi-threaded supervisor may first hand its children to a surviving thread of
+  the same pid (seen in CI: a rank stopped so did not say why).
 
-Clock readings bracket each read, so a rank thread waiting seconds for the GIL (a long C call, e.g.
-TensorFlow's tracing on a loaded machine; it lost a live supervisor in CI) never counts it as staleness.
+Worst case from the supervisor's death to the rank's exit: ``timeout_s + poll_s + grace_s`` (4 + 0.25 +
+3 s by default), inside the 10 s the suite promises. Measured here (2 vCPUs, loaded): 1.3 s by the
+parent-death signal, 5.5 s by the heartbeat, 7-9 s from a container (its interpreter's teardown takes
+2 s after the measurement is written; the grace period now cuts that short).
 
-Worst case from the supervisor's death to the rank's exit: ``timeout_s + poll_s +
-grace_s`` (4 + 0.25 + 3 s by default), inside the 10 s the suite promises. Measured
-here (2 vCPUs, loaded): 1.3 s by the parent-death signal, 5.5 s by the heartbeat, 7-9 s
-from a container (its interpreter's teardown takes 2 s after the measurement is written;
-the grace period now cuts that short).
-
-The job file names the heartbeat (``Heartbeat.job_entry``); a job without a
-``lifeline`` entry runs without one (e.g. ``python -m workloads.rank`` by hand).
+The job file names the heartbeat (``Heartbeat.job_entry``); a job without a ``lifeline`` entry runs
+without one (e.g. ``python -m workloads.rank`` by hand).
 """
 
 from __future__ import annotations
@@ -67,14 +63,16 @@ EXIT_CODE = 130
 """Exit status of a rank ended by its lifeline (as for an interrupt)."""
 _MAX_READ = 256
 _PR_SET_PDEATHSIG = 1
+PDEATH_SIGNAL = int(signal.SIGRTMIN) + 1
+"""The parent-death signal a rank asks the kernel for: a signal of its own, so its arrival means exactly that."""
 
 
 class Heartbeat:
     """The supervisor's side: rewrite ``path`` every ``interval_s`` seconds from a daemon thread.
 
-    Use as ``with Heartbeat(run_dir / HEARTBEAT_NAME) as hb: job["lifeline"] = hb.job_entry(); ...``
-    or with :meth:`start` / :meth:`stop`. Start it before the ranks start, stop it after they
-    have exited: stopping it (or the supervisor's death) makes every rank still running stop.
+    Use as ``with Heartbeat(run_dir / HEARTBEAT_NAME) as hb: job["lifeline"] = hb.job_entry(); ...`` or with
+    :meth:`start` / :meth:`stop`. Start it before the ranks start, stop it after they have exited:
+    stopping it (or the supervisor's death) makes every rank still running stop.
 
     Attributes:
         path: the heartbeat file (in the run directory, which every rank sees at the same path).
@@ -135,9 +133,8 @@ class Heartbeat:
     def job_entry(self, timeout_s: float = TIMEOUT_S, grace_s: float = GRACE_S) -> dict[str, Any]:
         """The job file's ``lifeline`` entry that points the ranks at this heartbeat.
 
-        ``supervisor_pid`` is None when the supervisor is its PID namespace's init (pid 1, e.g.
-        ``trainbench run`` as a container's entrypoint): when it dies the kernel kills every
-        process of the namespace, so there is no parent death to watch for.
+        ``supervisor_pid`` is None when the supervisor is its PID namespace's init (pid 1, e.g. ``trainbench
+        run`` as a container's entrypoint): when it dies the kernel kills every process of the namespace.
         """
         pid = os.getpid()
         return {
@@ -187,13 +184,8 @@ class Lifeline:
         poll_s: float = POLL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.path = path
-        self.timeout_s = timeout_s
-        self.grace_s = grace_s
-        self.supervisor_pid = supervisor_pid
-        self.supervisor_host = supervisor_host
-        self.poll_s = poll_s
-        self._clock = clock
+        self.path, self.timeout_s, self.grace_s, self.poll_s = path, timeout_s, grace_s, poll_s
+        self.supervisor_pid, self.supervisor_host, self._clock = supervisor_pid, supervisor_host, clock
         self._lost: str | None = None
         self._parent_watched = False
         self._stop = threading.Event()
@@ -233,21 +225,28 @@ class Lifeline:
     def lost_reason(self) -> str | None:
         """Why the supervisor counts as lost, or None while it is alive."""
         if self._lost is None and self._parent_watched and os.getppid() != self.supervisor_pid:
-            return f"its supervisor (pid {self.supervisor_pid}, its parent) died"
+            self._lost = f"its supervisor (pid {self.supervisor_pid}, its parent) died"
         return self._lost
 
+    def _parent_died(self, signum: int = PDEATH_SIGNAL, frame: object = None) -> None:
+        self._lost = self._lost or f"its supervisor (pid {self.supervisor_pid}, its parent) died"
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
+
     def _watch_parent(self) -> None:
-        """PR_SET_PDEATHSIG(SIGTERM) when this process's parent is the supervisor (Linux)."""
+        """Ask for :data:`PDEATH_SIGNAL` when this process's parent is the supervisor (Linux; main thread only)."""
         if self.supervisor_pid is None or self.supervisor_host != socket.gethostname():
             return
         if not sys.platform.startswith("linux") or os.getppid() != self.supervisor_pid:
             return
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
-            if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) == 0:
-                self._parent_watched = True
-                if os.getppid() != self.supervisor_pid:  # it died before prctl took effect
-                    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
+            previous = signal.signal(PDEATH_SIGNAL, self._parent_died)  # before prctl: its default action kills
+            if libc.prctl(_PR_SET_PDEATHSIG, PDEATH_SIGNAL, 0, 0, 0) != 0:
+                signal.signal(PDEATH_SIGNAL, previous)
+                return
+            self._parent_watched = True
+            if os.getppid() != self.supervisor_pid:  # it died before prctl took effect
+                self._parent_died()
 
     def start(self) -> Lifeline:
         """Arm the parent-death fast path and start watching in a daemon thread (call from the main thread)."""

@@ -210,3 +210,52 @@ def test_a_heartbeat_unchanged_past_the_timeout_is_a_lost_supervisor(tmp_path: P
     lifeline = _ScriptedReads(hb, [(False, 0.0)] + [(False, 0.3)] * 20)
     lifeline._run()
     assert lifeline.lost_reason() == f"lost its supervisor: heartbeat {hb.path} unchanged for 4.2 s"
+
+
+THREAD_SUPERVISOR = """
+import json, subprocess, sys, threading, time
+from pathlib import Path
+from workloads.lifeline import Heartbeat
+run_dir = Path(sys.argv[1])
+hb = Heartbeat(run_dir / "heartbeat").start()
+job = json.loads((run_dir / "job.json").read_text())
+job["lifeline"] = hb.job_entry()
+(run_dir / "job.json").write_text(json.dumps(job))
+rank = [sys.executable, "-m", "workloads.rank", "--job", str(run_dir / "job.json"),
+        "--out", str(run_dir / "measurement.json"), "--progress", str(run_dir / "progress.jsonl")]
+
+def spawn_and_return():
+    proc = subprocess.Popen(rank, stdout=(run_dir / "rank.log").open("w"), stderr=subprocess.STDOUT)
+    (run_dir / "child.pid").write_text(str(proc.pid))
+    while not (run_dir / "go").exists():
+        time.sleep(0.05)
+
+t = threading.Thread(target=spawn_and_return)
+t.start()
+t.join()  # the thread that started the rank is gone; this process (same pid) lives and beats on
+time.sleep(120)
+"""
+
+
+def test_a_rank_whose_parent_thread_dies_says_its_supervisor_died_though_the_pid_lives(tmp_path: Path) -> None:
+    """The kernel's parent-death signal follows the parent THREAD; the orphan goes to a surviving thread of
+    the same pid. That is what a multi-threaded supervisor's SIGKILL can look like (seen in CI: the rank
+    stopped 0.1 s after the kill but its error said only "interrupted (SIGTERM)"): the rank must say why."""
+    (tmp_path / "job.json").write_text(json.dumps(resolve("resnet50-cpu", overrides=LONG_TINY).job()))
+    supervisor = subprocess.Popen([sys.executable, "-c", THREAD_SUPERVISOR, str(tmp_path)], cwd=REPO)
+    try:
+        rank = _rank_pid(tmp_path)
+        _wait_for_steps(tmp_path, 2)
+        assert psutil.Process(rank).ppid() == supervisor.pid
+        (tmp_path / "go").touch()  # the spawning thread returns
+        deadline = time.monotonic() + 30
+        while not _gone(rank) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(rank), "the rank kept training after its parent thread died"
+        assert supervisor.poll() is None, "the supervisor's process is still alive"
+    finally:
+        supervisor.kill()
+        supervisor.wait()
+    measurement = json.loads((tmp_path / "measurement.json").read_text())
+    assert measurement["error"].startswith("interrupted (SIGTERM: its supervisor (pid ")
+    assert measurement["error"].endswith(f"{supervisor.pid}, its parent) died) after {len(measurement['steps'])} steps")
