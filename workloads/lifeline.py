@@ -63,7 +63,7 @@ EXIT_CODE = 130
 """Exit status of a rank ended by its lifeline (as for an interrupt)."""
 _MAX_READ = 256
 _PR_SET_PDEATHSIG = 1
-PDEATH_SIGNAL = int(signal.SIGRTMIN) + 1
+PDEATH_SIGNAL = int(signal.SIGRTMIN) + 1 if hasattr(signal, "SIGRTMIN") else int(signal.SIGTERM)  # Linux only
 """The parent-death signal a rank asks the kernel for: a signal of its own, so its arrival means exactly that."""
 
 
