@@ -38,23 +38,31 @@ LONG_TINY = [
 ]
 """A real fp32 ResNet-50 rank (batch 2, 64x64) that would train for hours unless stopped."""
 
-SUPERVISOR = """
-import json, subprocess, sys, time
+SUPERVISOR_SETUP = """
+import json, subprocess, sys, threading, time
 from pathlib import Path
 from workloads.lifeline import Heartbeat
-run_dir, via_launcher = Path(sys.argv[1]), sys.argv[2] == "1"
+run_dir = Path(sys.argv[1])
 hb = Heartbeat(run_dir / "heartbeat").start()
 job = json.loads((run_dir / "job.json").read_text())
 job["lifeline"] = hb.job_entry()
 (run_dir / "job.json").write_text(json.dumps(job))
 rank = [sys.executable, "-m", "workloads.rank", "--job", str(run_dir / "job.json"),
         "--out", str(run_dir / "measurement.json"), "--progress", str(run_dir / "progress.jsonl")]
+"""
+"""A supervisor script's start (argv[1]: the run directory): a heartbeat, the job naming it, the rank's command."""
+
+SUPERVISOR = (
+    SUPERVISOR_SETUP
+    + """
+via_launcher = sys.argv[2] == "1"
 launcher = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"]
 log = (run_dir / "rank.log").open("w")
 proc = subprocess.Popen((launcher if via_launcher else []) + rank, stdout=log, stderr=subprocess.STDOUT)
 (run_dir / "child.pid").write_text(str(proc.pid))
 sys.exit(proc.wait())
 """
+)
 
 
 def _gone(pid: int) -> bool:
@@ -212,17 +220,9 @@ def test_a_heartbeat_unchanged_past_the_timeout_is_a_lost_supervisor(tmp_path: P
     assert lifeline.lost_reason() == f"lost its supervisor: heartbeat {hb.path} unchanged for 4.2 s"
 
 
-THREAD_SUPERVISOR = """
-import json, subprocess, sys, threading, time
-from pathlib import Path
-from workloads.lifeline import Heartbeat
-run_dir = Path(sys.argv[1])
-hb = Heartbeat(run_dir / "heartbeat").start()
-job = json.loads((run_dir / "job.json").read_text())
-job["lifeline"] = hb.job_entry()
-(run_dir / "job.json").write_text(json.dumps(job))
-rank = [sys.executable, "-m", "workloads.rank", "--job", str(run_dir / "job.json"),
-        "--out", str(run_dir / "measurement.json"), "--progress", str(run_dir / "progress.jsonl")]
+THREAD_SUPERVISOR = (
+    SUPERVISOR_SETUP
+    + """
 
 def spawn_and_return():
     proc = subprocess.Popen(rank, stdout=(run_dir / "rank.log").open("w"), stderr=subprocess.STDOUT)
@@ -235,6 +235,7 @@ t.start()
 t.join()  # the thread that started the rank is gone; this process (same pid) lives and beats on
 time.sleep(120)
 """
+)
 
 
 def test_a_rank_whose_parent_thread_dies_says_its_supervisor_died_though_the_pid_lives(tmp_path: Path) -> None:
