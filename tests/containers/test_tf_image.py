@@ -130,6 +130,7 @@ from workloads.resnet50_tf.workload import NonFiniteLossError, ResNet50TF
 w = ResNet50TF(ResNet50TFParams(device="cpu", batch_size=2, image_size=32, num_classes=10))
 r = w.rank
 out = {"rank": r, "world_size": w.world_size, "sync_each_step": w.sync_each_step}
+out["data"] = w.describe()["data"]  # the default: one synthetic batch, as Horovod's synthetic benchmark
 out["agree_mixed"] = w.agree_done(r == 0)
 out["agree_all"] = w.agree_done(True)
 out["agree_none"] = w.agree_done(False)
@@ -174,6 +175,7 @@ def test_horovod_hooks_agree_gather_broadcast_and_nan_check(engine: Any, tf_imag
     reports = [json.loads((work / f"hooks-{r}.json").read_text()) for r in (0, 1)]
     for r, rep in enumerate(reports):
         assert rep["rank"] == r and rep["world_size"] == 2 and rep["sync_each_step"] is True, logs
+        assert rep["data"] == "synthetic", rep
         assert (rep["agree_mixed"], rep["agree_all"], rep["agree_none"]) == (False, True, False)
         assert rep["gathered"] == [{"rank": 0, "items": [0, 0, 0]}, {"rank": 1, "items": [1, 1, 1]}]
         assert rep["samples"] == 2
