@@ -5,7 +5,7 @@
 - :mod:`suite.containers.build`: builds through the Docker SDK with the build log
   streamed, or reuse of an image whose inputs are unchanged;
 - :mod:`suite.containers.requirements` and :mod:`suite.containers.lock`: what each
-  hash-pinned lock file pins, and checking or generating them (``pip --require-hashes``,
+  hash-pinned lock file pins, and checking or generating them (``uv pip install --require-hashes``,
   ``uv pip compile --generate-hashes``);
 - :mod:`suite.containers.base`: an offline Debian base image (debootstrap + ``docker import``);
 - :mod:`suite.containers.docker_args` and :mod:`suite.containers.runtime`:

@@ -81,16 +81,23 @@ IMAGES: dict[str, ImageDef] = {
     "trainbench-cpu": ImageDef(
         "trainbench-cpu",
         "containers/cpu/Dockerfile",
-        ("cpu",),
-        ("containers/cpu/Dockerfile", "containers/requirements.lock", "containers/ca/README.md", *SOURCE_CONTEXT),
+        ("tools", "cpu"),
+        (
+            "containers/cpu/Dockerfile",
+            "containers/tools.lock",
+            "containers/requirements.lock",
+            "containers/ca/README.md",
+            *SOURCE_CONTEXT,
+        ),
         description="CPU workloads: resnet50-cpu, mnist, numa-ddp",
     ),
     "trainbench-gpu": ImageDef(
         "trainbench-gpu",
         "containers/gpu/Dockerfile",
-        ("cpu", "gpu"),
+        ("tools", "cpu", "gpu"),
         (
             "containers/gpu/Dockerfile",
+            "containers/tools.lock",
             "containers/requirements.lock",
             "containers/gpu/requirements.lock",
             "containers/ca/README.md",
@@ -102,8 +109,14 @@ IMAGES: dict[str, ImageDef] = {
     "trainbench-tf": ImageDef(
         "trainbench-tf",
         "containers/tf/Dockerfile",
-        ("tf",),
-        ("containers/tf/Dockerfile", "containers/tf/requirements.lock", "containers/ca/README.md", *SOURCE_CONTEXT),
+        ("tools", "tf"),
+        (
+            "containers/tf/Dockerfile",
+            "containers/tools.lock",
+            "containers/tf/requirements.lock",
+            "containers/ca/README.md",
+            *SOURCE_CONTEXT,
+        ),
         description="TensorFlow workloads: TensorFlow 2.15 (CPU, Keras 2), Horovod (TensorFlow + Gloo), no torch",
     ),
 }

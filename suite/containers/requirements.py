@@ -175,6 +175,14 @@ LOCKS: dict[str, LockDef] = {
         "containers/requirements.lock",
         "the GPU image's extras: CUDA toolkit pieces, Horovod's source, CMake (containers/gpu/requirements.in)",
     ),
+    "tools": LockDef(
+        "tools",
+        "containers/tools.lock",
+        requirements_file("containers/tools.in"),
+        None,
+        "the installer of the images' install steps, uv (containers/tools.in); bootstrapped with pip "
+        "--require-hashes into a throwaway virtual environment that no image keeps",
+    ),
     "tf": LockDef(
         "tf",
         "containers/tf/requirements.lock",

@@ -49,6 +49,7 @@ def test_cpu_context_holds_the_sources_and_no_caches() -> None:
     names = [n for n, _ in context_files(get_image("trainbench-cpu"), REPO)]
     assert {
         "containers/cpu/Dockerfile",
+        "containers/tools.lock",
         "containers/requirements.lock",
         "pyproject.toml",
         "suite/commands/__init__.py",
@@ -56,7 +57,8 @@ def test_cpu_context_holds_the_sources_and_no_caches() -> None:
     assert "workloads/rank.py" in names and "harness/loop.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or n.startswith(("tests/", ".venv"))]
     gpu = [n for n, _ in context_files(get_image("trainbench-gpu"), REPO)]
-    assert "containers/gpu/requirements.lock" in gpu and not [n for n in gpu if n.startswith("suite/")]
+    assert {"containers/tools.lock", "containers/gpu/requirements.lock"} <= set(gpu)
+    assert not [n for n in gpu if n.startswith("suite/")]
 
 
 def _copy_sources(dst: Path) -> Path:
