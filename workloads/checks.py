@@ -9,6 +9,14 @@ if TYPE_CHECKING:  # the TensorFlow image has no torch; the error class is share
     import torch
 
 
+class WorkloadRefused(RuntimeError):
+    """The workload cannot run this configuration on this host; raised before the first step.
+
+    The message says why and gives the fix; the rank records it as the run's error and exits
+    2 without a traceback.
+    """
+
+
 class NonFiniteLossError(FloatingPointError):
     """The training loss became NaN or infinite; the run cannot give a valid result."""
 

@@ -52,6 +52,7 @@ from harness.sampler import UtilizationSampler
 from harness.system import capture_system, parse_cpulist, prefetch_cpu
 from harness.windows import WindowError, plan_from_mapping
 from workloads import registry
+from workloads.checks import WorkloadRefused
 from workloads.cpu_precision import resolve_params
 from workloads.evaluation import EVALUATION_KEY, run_evaluation
 from workloads.events import EventLog, environment_fields, events_path, progress_writer, projection_fields
@@ -247,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         out.error = f"interrupted ({why or 'SIGINT'}) after {len(measurement.steps)} steps"
         traceback.print_exc()
         code = 130
+    except WorkloadRefused as exc:  # a known refusal before the first step: its message is the whole story
+        out.error = str(exc)
+        print(f"rank {rank}: {exc}", file=sys.stderr)
+        code = 2
     except Exception as exc:
         out.error = describe_error(exc)
         traceback.print_exc()

@@ -11,6 +11,7 @@ in CI (``TRAINBENCH_REQUIRE_DOCKER=1``).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
@@ -20,11 +21,13 @@ from typing import Any
 import pytest
 
 from harness.records import Phase
+from harness.system import read_isa
 from suite.containers.images import LABEL_INPUTS, LABEL_LOCK, get_image, lock_digest, oci_metadata
 from suite.containers.lock import LOCKS, TF_IMAGE_DEPENDENCIES, LockError, check_lock, locked_packages
 from suite.results import Result, read_result
 from tests.conftest import REPO, TINY_RUN, trainbench
 from tests.containers.conftest import _ensure
+from workloads.resnet50_tf.precision import bf16_refusal, onednn_only
 
 
 @pytest.fixture(scope="session")
@@ -251,11 +254,26 @@ def test_two_horovod_ranks_train_bf16_on_an_imagefolder_read_with_tf_data_in_the
 ) -> None:
     """Two Horovod ranks in the tf image combine into one result; bf16 is Keras' mixed_bfloat16 policy, and
     each trainer reads its shard of real JPEGs with tf.data. (One run for both: a tf run costs about 40 s
-    of two CPUs, most of it TensorFlow's import and tracing, not steps.)"""
+    of two CPUs, most of it TensorFlow's import and tracing, not steps.)
+
+    Where a oneDNN cap hides this CPU's bf16 (CI's emulated AVX2 class), TensorFlow cannot run bf16: the
+    run must refuse it before the first step with the fix and no traceback, and the ImageFolder run is fp32."""
+    refusal = bf16_refusal(read_isa(env=onednn_only(os.environ)))
+    if refusal is not None:
+        proc = trainbench(
+            "run", "resnet50-tf-horovod", *TINY_RUN, "--set", "device=cpu", "--set", "precision=bf16",
+            "--runtime", "docker", "--output-dir", str(tmp_path / "refused"), "--no-tracking", cwd=tmp_path,
+            timeout=600,
+        )  # fmt: skip
+        said = proc.stdout + proc.stderr
+        assert proc.returncode != 0, said[-3000:]
+        assert "precision=bf16 cannot train in TensorFlow" in said and "--set precision=fp32" in said, said[-3000:]
+        assert "Traceback" not in said, said[-3000:]
+    precision = "fp32" if refusal is not None else "bf16"
     result, raw = _run_tf(
         tmp_path,
         "--set",
-        "precision=bf16",
+        f"precision={precision}",
         "--set",
         "data=imagefolder",
         "--set",
@@ -265,7 +283,8 @@ def test_two_horovod_ranks_train_bf16_on_an_imagefolder_read_with_tf_data_in_the
     )
     _check_two_rank_result(result, raw, tf_image)
     info = result.workload_info
-    assert info["mixed_precision_policy"] == "mixed_bfloat16" and info["intra_op_threads"] == 1
+    policy = "float32" if refusal is not None else "mixed_bfloat16"
+    assert info["mixed_precision_policy"] == policy and info["intra_op_threads"] == 1
     assert info["data"] == "imagefolder" and info["classes"] == 3 and info["rank_shard_samples"] == 6
     prep = info["preprocessing"]
     assert (prep["engine"], prep["placement"], prep["workers"]) == ("tf.data", "trainer", 2)

@@ -27,11 +27,13 @@ import tensorflow as tf
 import horovod
 import horovod.tensorflow as hvd
 
-from workloads.checks import NonFiniteLossError
+from harness.system import read_isa
+from workloads.checks import NonFiniteLossError, WorkloadRefused
 from workloads.mnist_dataheavy.reach import check_reachable
 from workloads.resnet50_tf.data import Batch, first_batch, imagefolder_dataset, normalize, on_service, synthetic_batch
 from workloads.resnet50_tf.files import ImageList, list_imagefolder
 from workloads.resnet50_tf.params import ResNet50TFParams
+from workloads.resnet50_tf.precision import bf16_refusal, onednn_only
 
 POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 """precision -> Keras mixed-precision policy (bfloat16/float16 compute, float32 variables)."""
@@ -62,6 +64,8 @@ class ResNet50TF:
 
     Raises (from ``__init__``):
         RuntimeError: device=gpu but TensorFlow sees no GPU; precision=fp16 without a GPU.
+        workloads.checks.WorkloadRefused: precision=bf16 on a CPU whose bf16 a oneDNN ISA cap
+            hides (:mod:`workloads.resnet50_tf.precision`).
         workloads.resnet50_tf.files.DataError: the ImageFolder cannot feed a batch.
         workloads.mnist_dataheavy.reach.DataServiceError: the tf.data service is unreachable
             or delivers no batch within service_timeout_s.
@@ -91,6 +95,9 @@ class ResNet50TF:
             self.device = "gpu"
         if p.precision == "fp16" and self.device != "gpu":
             raise RuntimeError("precision=fp16 needs a GPU (device=gpu); on CPU use bf16 or fp32")
+        on_cpu_bf16 = p.precision == "bf16" and self.device == "cpu"
+        if on_cpu_bf16 and (refusal := bf16_refusal(read_isa(env=onednn_only(os.environ)))) is not None:
+            raise WorkloadRefused(refusal)
         self.sync_each_step = self.device == "cpu"
         self._tf_device = "/GPU:0" if self.device == "gpu" else "/CPU:0"
 
