@@ -23,8 +23,8 @@ Nothing measured is lost:
 A launcher that finds a rank dead with a "still running" measurement rebuilds the
 steps from the progress log.
 
-Exit codes: 0 complete, 1 failed (workload or data error), 2 bad job file,
-130 interrupted (SIGINT or SIGTERM).
+Exit codes: 0 complete, 1 failed (workload or data error), 2 bad job file or a
+workload's refusal before its first step, 130 interrupted (SIGINT or SIGTERM).
 """
 
 from __future__ import annotations

@@ -1,14 +1,22 @@
 """TensorFlow's bf16 on a CPU whose bf16 a oneDNN cap hides is refused before the first step, with the fix.
 
 The CPUs are the /proc/cpuinfo fixtures of tests/harness (Zen 1 AVX2-only, Zen 4 avx512_bf16,
-Sapphire Rapids AMX, Graviton 3 with bf16), so every class is covered on any machine.
+Sapphire Rapids AMX, Graviton 3 with bf16), so every class is covered on any machine. The rank turns
+the refusal into the run's error and exit 2, without a traceback.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from harness.isa import detect_isa
+from suite.specs import resolve
+from tests.conftest import REPO
 from tests.harness.test_harness_isa import GRAVITON3, SPR, ZEN1, ZEN4, cpuinfo
 from workloads.resnet50_tf.precision import bf16_refusal, onednn_only
 
@@ -45,3 +53,35 @@ def test_torchs_cap_does_not_concern_tensorflow() -> None:
 def test_a_cap_that_keeps_bf16_is_not_refused() -> None:
     assert _refusal(SPR, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"}) is None
     assert _refusal(ZEN4, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"}) is None
+
+
+REFUSING_RANK = """
+import dataclasses, sys
+import workloads.rank
+from workloads import registry
+from workloads.checks import WorkloadRefused
+
+real = registry.get("resnet50-cpu")
+
+def refuse(params):
+    raise WorkloadRefused("precision=bf16 cannot train here. Fix: --set precision=fp32")
+
+registry.get = lambda name: dataclasses.replace(real, factory=refuse)
+sys.exit(workloads.rank.main(sys.argv[1:]))
+"""
+
+
+def test_a_refusing_workload_exits_2_with_its_message_and_no_traceback(tmp_path: Path) -> None:
+    """The rank records a WorkloadRefused as the run's error and exits 2 without a traceback."""
+    job = resolve("resnet50-cpu", overrides=["batch_size=2", "image_size=64", "precision=fp32"]).job()
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    out = tmp_path / "rank.json"
+    argv = ["--job", str(tmp_path / "job.json"), "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-c", REFUSING_RANK, *argv], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "rank 0: precision=bf16 cannot train here. Fix: --set precision=fp32" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    record = json.loads(out.read_text())
+    assert record["complete"] is False and record["error"].startswith("precision=bf16 cannot train here")
