@@ -136,8 +136,12 @@ def _arch(machine: str) -> str:
     return m
 
 
+ONEDNN_CAP_VARS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
+"""The environment variables oneDNN reads its ISA cap from, in its order (``ONEDNN_`` first)."""
+
+
 def _onednn_cap(env: Mapping[str, str]) -> str | None:
-    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):  # oneDNN reads ONEDNN_ first
+    for name in ONEDNN_CAP_VARS:
         if env.get(name):
             return env[name]
     return None

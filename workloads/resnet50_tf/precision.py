@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.isa import IsaInfo
-
-ONEDNN_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
-"""The environment variables oneDNN reads its ISA cap from (``ONEDNN_`` first)."""
+from harness.isa import ONEDNN_CAP_VARS, IsaInfo
 
 
 def onednn_only(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` reduced to oneDNN's ISA caps: what TensorFlow's CPU kernels obey."""
-    return {k: env[k] for k in ONEDNN_CAPS if env.get(k)}
+    return {k: env[k] for k in ONEDNN_CAP_VARS if env.get(k)}
 
 
 def bf16_refusal(isa: IsaInfo) -> str | None:
@@ -41,5 +38,5 @@ def bf16_refusal(isa: IsaInfo) -> str | None:
         f"precision=bf16 cannot train in TensorFlow on this CPU: {'; '.join(isa.caps)}, and TensorFlow picks its "
         "oneDNN bf16 kernels from the CPU's own flags, which the capped oneDNN cannot create (the first "
         "convolution would fail). Fix: --set precision=fp32 to measure the capped ISA, or run without "
-        f"the cap ({' / '.join(ONEDNN_CAPS)}) to measure bf16"
+        f"the cap ({' / '.join(ONEDNN_CAP_VARS)}) to measure bf16"
     )
