@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from harness.stats import Interval
 from suite import labels
+from suite.markdown import escape
 from suite.results import Result, read_result, seal
 from suite.tracking import log_result
 from suite.tracking.page import number
@@ -66,7 +67,8 @@ def test_the_run_page_of_a_real_run_answers_at_a_glance(real: tuple[Result, Path
     assert first.startswith(f"**{number(s.throughput)} samples/s** · 95% CI")
     assert result.diagnosis is not None and f"{result.diagnosis.verdict} \\(" in note.splitlines()[1]
     assert "steady state: " in note.splitlines()[1]
-    assert note.splitlines()[2].startswith(str(result.environment["cpu"]["model"]))
+    # the CPU model is untrusted text, escaped for Markdown ("Intel(R) Xeon(R)" keeps its parentheses as "\(R\)")
+    assert note.splitlines()[2].startswith(escape(result.environment["cpu"]["model"]))
 
     # the throughput is the first metric, its CI is defined, nothing is NaN
     metrics = run.data.metrics
