@@ -9,6 +9,11 @@ ARGS ?=
 UI_PORT ?= 5000
 # The results UI listens on loopback only; UI_HOST=0.0.0.0 exposes it on purpose.
 UI_HOST ?= 127.0.0.1
+# MLflow 3's server also starts seven job consumers (GenAI scorers, trace roll-ups) that the results UI
+# never uses: measured on 2 vCPUs, they kept both CPUs busy for about 25 s after the UI answered (about
+# 50 CPU-seconds), enough to disturb a benchmark running beside the UI. `make ui` leaves them off;
+# MLFLOW_SERVER_ENABLE_JOB_EXECUTION=true turns them back on.
+MLFLOW_SERVER_ENABLE_JOB_EXECUTION ?= false
 # Containers (issue 3): RUNTIME=docker runs the rank inside the workload's image;
 # IMAGES (default: all), BASE_IMAGE and CA_BUNDLE are passed to `trainbench images build`.
 RUNTIME ?= local
@@ -80,7 +85,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
 
 ui: $(STAMP_REPORT)
-	$(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) --host $(UI_HOST) --port $(UI_PORT)
+	env MLFLOW_SERVER_ENABLE_JOB_EXECUTION=$(MLFLOW_SERVER_ENABLE_JOB_EXECUTION) $(BIN)/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI) --host $(UI_HOST) --port $(UI_PORT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

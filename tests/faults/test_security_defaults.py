@@ -39,10 +39,15 @@ def _listening(root: psutil.Process, port: int) -> list[str]:
 
 
 def test_mlflow_ui_binds_loopback_by_default(tmp_path: Path) -> None:
-    """The command `make ui` runs, started for real: it serves on 127.0.0.1 and on nothing else."""
+    """The command `make ui` runs, started for real: it serves on 127.0.0.1 and on nothing else.
+
+    It also starts none of MLflow's job consumers (huey), which the results UI never uses and which
+    would otherwise keep two vCPUs busy for about 25 s beside a benchmark.
+    """
     port = free_port()
     line = _ui_command(f"UI_PORT={port}", f"MLFLOW_TRACKING_URI=sqlite:///{tmp_path / 'ui.db'}")
     assert "mlflow ui" in line and "--host 127.0.0.1" in line and "0.0.0.0" not in line
+    assert "MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false" in line
     log = tmp_path / "ui.log"
     with log.open("w") as sink:
         server = subprocess.Popen(shlex.split(line), cwd=tmp_path, stdout=sink, stderr=sink, start_new_session=True)
@@ -65,6 +70,8 @@ def test_mlflow_ui_binds_loopback_by_default(tmp_path: Path) -> None:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
+        commands = [" ".join(p.cmdline()) for p in root.children(recursive=True)]
+        assert not [c for c in commands if "huey" in c or "_job_runner" in c], commands
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -76,3 +83,4 @@ def test_mlflow_ui_binds_loopback_by_default(tmp_path: Path) -> None:
 
 def test_exposing_the_ui_takes_an_explicit_setting() -> None:
     assert "--host 0.0.0.0" in _ui_command("UI_HOST=0.0.0.0")
+    assert "MLFLOW_SERVER_ENABLE_JOB_EXECUTION=true" in _ui_command("MLFLOW_SERVER_ENABLE_JOB_EXECUTION=true")
