@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 
 from harness.gpus import gpu_devices
+from harness.interpreter import python_info
 from harness.isa import IsaInfo, detect_isa
 
 PERF_ENV_PATTERN = re.compile(
@@ -256,9 +257,9 @@ def capture_system(*, probe_onednn: bool = False) -> dict[str, Any]:
     Keys: host, cpu, isa (:meth:`harness.isa.IsaInfo.to_dict`: matrix flags, the caps
     ``ONEDNN_MAX_CPU_ISA``/``ATEN_CPU_CAPABILITY``, effective flags, ``bf16_native``,
     torch's CPU capability when torch is imported), numa_nodes, binding, memory, gpus,
-    python, libraries, torch (when imported), env (performance-relevant variables),
-    loaded_libraries, container. Slow parts (py-cpuinfo) take about a second; call it
-    outside the measured windows.
+    python (:func:`harness.interpreter.python_info`: version and build), libraries, torch
+    (when imported), env (performance-relevant variables), loaded_libraries, container. Slow
+    parts (py-cpuinfo) take about a second; call it outside the measured windows.
 
     Args:
         probe_onednn: also ask oneDNN for its ISA (``isa.onednn_isa``); starts a Python
@@ -281,7 +282,7 @@ def capture_system(*, probe_onednn: bool = False) -> dict[str, Any]:
         "binding": process_binding(),
         "memory": {"total_bytes": vm.total, "available_bytes": vm.available},
         "gpus": gpu_devices(),
-        "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
+        "python": python_info(),
         "libraries": libs,
         "torch": _torch(),
         "env": {k: v for k, v in sorted(os.environ.items()) if PERF_ENV_PATTERN.match(k)},

@@ -62,7 +62,7 @@ def test_quads_pool_two_opposite_pairs_so_a_linear_drift_cancels() -> None:
 
 def test_environment_differences_ignore_where_and_report_how() -> None:
     base = {
-        "python": {"version": "3.11.7"},
+        "python": {"version": "3.11.7", "build": "GCC 12.2.0, May 9 2026 07:35:25, libpython shared"},
         "torch": {"version": "2.14.1", "num_threads": 2},
         "env": {"TRAINBENCH_IMAGE": "x", "OMP_NUM_THREADS": "2"},
         "loaded_libraries": {"gnu_openmp": ["/host/venv/torch/lib/libgomp.so.1"], "jemalloc": []},
@@ -76,13 +76,17 @@ def test_environment_differences_ignore_where_and_report_how() -> None:
     assert environment_differences(base, same) == []
     other = {
         **same,
-        "python": {"version": "3.11.2"},
+        "python": {"version": "3.11.2", "build": "GCC 12.2.0, Apr 28 2025 14:11:48, libpython static"},
         "torch": {"version": "2.14.1", "num_threads": 1},
         "loaded_libraries": {"gnu_openmp": [], "jemalloc": ["/usr/lib/libjemalloc.so.2"]},
     }
     found = {name: (a, b) for name, a, b in environment_differences(base, other)}
     assert found == {
         "python.version": ("3.11.7", "3.11.2"),
+        "python.build": (
+            "GCC 12.2.0, May 9 2026 07:35:25, libpython shared",
+            "GCC 12.2.0, Apr 28 2025 14:11:48, libpython static",
+        ),
         "torch.num_threads": (2, 1),
         "loaded_libraries.gnu_openmp": (["libgomp.so.1"], []),
         "loaded_libraries.jemalloc": ([], ["libjemalloc.so.2"]),

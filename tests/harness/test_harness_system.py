@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from harness import system
+from harness.interpreter import python_info
 from harness.system import capture_system, loaded_libraries, numa_topology, parse_cpulist, process_binding
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,6 +123,7 @@ def test_capture_system_keys_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert d["memory"]["total_bytes"] > 0
     assert set(d["loaded_libraries"]) == {"jemalloc", "tcmalloc", "intel_openmp", "gnu_openmp"}
     assert d["python"]["version"] == ".".join(str(v) for v in sys.version_info[:3])
+    assert d["python"] == python_info()  # with its build: compiler, date, libpython linkage
     assert d["isa"]["arch"] in ("x86_64", "aarch64", platform.machine().lower())
     assert d["isa"]["onednn_isa"] is None  # the oneDNN probe costs seconds: opt-in only
     assert isinstance(d["isa"]["bf16_native"], bool)
