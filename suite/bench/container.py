@@ -2,7 +2,7 @@
 
 Pairs of whole runs could not decide it: a run's throughput varies by 5-15% from one to the
 next on this machine class, and within a process the step time jumps between levels some 20%
-apart that last ten-odd seconds. So each session starts two long-lived block workers
+apart for ten-odd seconds. So each session starts two long-lived block workers
 (:mod:`suite.bench.worker`) from the run's own launch plan, one on the host and one in the
 workload's image through the run's own ``docker run`` (:mod:`suite.bench.sessions`): same job,
 same threads, allocator preload and variables a run's rank gets. Both warm up (one after the
@@ -15,9 +15,10 @@ docker/local is the median of all sessions' quad ratios with its distribution-fr
 luck (its memory layout, its start-up) from deciding the figure; each session's median is
 reported, and the goal holds only when the pooled CI and every session's median lie within
 [0.98, 1.02]. The first session's system descriptions, as the workers captured them, are
-compared field by field (:func:`environment_differences`), so a gap can be traced to what the
+compared field by field (:func:`suite.bench.environment.environment_differences`), so a gap can be traced to what the
 two sides really ran with: threads, allocator and OpenMP libraries, performance variables,
-binding, torch build, Python build.
+binding, torch build, Python build; each block's own CPU time says whether a side was kept off
+its CPUs.
 """
 
 from __future__ import annotations
@@ -28,28 +29,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from suite.bench.environment import environment_differences
 from suite.bench.ratios import RatioSummary, quad_ratios, summarize_ratios
 
 GOAL = (0.98, 1.02)
 """Issue 13's goal: docker/local within 2%."""
-
-COMPARED: tuple[tuple[str, ...], ...] = (
-    ("python", "version"),
-    ("python", "build"),
-    ("torch", "version"),
-    ("torch", "num_threads"),
-    ("torch", "num_interop_threads"),
-    ("torch", "cpu_capability"),
-    ("libraries",),
-    ("loaded_libraries",),
-    ("env",),
-    ("binding",),
-    ("container", "cgroup_cpus"),
-)
-"""Environment fields (paths into ``result.environment``) that can change throughput."""
-
-IGNORED_ENV = frozenset({"TRAINBENCH_IMAGE", "TRAINBENCH_ROOT_PID", "TORCHINDUCTOR_CACHE_DIR"})
-"""Variables that name where a run ran, not how fast: left out of the comparison."""
 
 
 @dataclass(frozen=True)
@@ -78,9 +62,11 @@ class ContainerSettings:
 
 @dataclass(frozen=True)
 class SidePair:
-    """One pair of blocks: throughputs in samples/s, and the CPU other processes used during
+    """One pair of blocks: throughputs in samples/s, the CPU other processes used during
     the busier of the two blocks, in cores (above
-    :data:`harness.utilization.OTHERS_CORES_THRESHOLD` the pair was disturbed)."""
+    :data:`harness.utilization.OTHERS_CORES_THRESHOLD` the pair was disturbed), and each side's
+    own CPU time over its block's wall-clock time, in cores (both near the job's threads when
+    neither side was kept off its CPUs)."""
 
     session: int
     index: int
@@ -88,6 +74,8 @@ class SidePair:
     local: float
     docker: float
     others_cores: float
+    local_cores: float = 0.0
+    docker_cores: float = 0.0
 
     @property
     def disturbed(self) -> bool:
@@ -104,9 +92,8 @@ class SidePair:
 
 @dataclass
 class ContainerResult:
-    """The pairs, the ratio summaries (``summary``: all sessions' quads, the one the goal is
-    judged on; ``sessions``: each session's quads) and the first session's environment
-    differences."""
+    """The pairs, the ratio summaries (``summary``: all sessions' quads, the one the goal is judged
+    on; ``sessions``: each session's quads) and the first session's environment differences."""
 
     settings: ContainerSettings
     pairs: list[SidePair]
@@ -131,37 +118,6 @@ class ContainerResult:
             "environment_differences": [{"field": f, "local": a, "docker": b} for f, a, b in self.differences],
             "meets_goal": self.meets_goal,
         }
-
-
-def _get(env: dict[str, Any], path: tuple[str, ...]) -> Any:
-    value: Any = env
-    for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
-
-
-def environment_differences(local: dict[str, Any], docker: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """``(field, local value, docker value)`` for each :data:`COMPARED` field that differs
-    (dicts compared key by key; library paths compared by file name, since the two sides
-    install the same wheels under different prefixes)."""
-    out: list[tuple[str, Any, Any]] = []
-    for path in COMPARED:
-        a, b = _get(local, path), _get(docker, path)
-        name = ".".join(path)
-        if isinstance(a, dict) or isinstance(b, dict):
-            a, b = a or {}, b or {}
-            for key in sorted(set(a) | set(b)):
-                if path == ("env",) and key in IGNORED_ENV:
-                    continue
-                va, vb = a.get(key), b.get(key)
-                if path == ("loaded_libraries",):
-                    va = sorted(Path(p).name for p in va or [])
-                    vb = sorted(Path(p).name for p in vb or [])
-                if va != vb:
-                    out.append((f"{name}.{key}", va, vb))
-        elif a != b:
-            out.append((name, a, b))
-    return out
 
 
 def _config(settings: ContainerSettings) -> Any:
@@ -218,12 +174,15 @@ def _session(
                 float(got["local"]["throughput"]),
                 float(got["docker"]["throughput"]),
                 max(float(got[side]["others_cores"]) for side in got),
+                float(got["local"].get("own_cores", 0.0)),
+                float(got["docker"].get("own_cores", 0.0)),
             )
             pairs.append(pair)
             say(
                 f"session {index + 1}, pair {i + 1}/{settings.pairs} ({'docker' if docker_first else 'local'} first): "
                 f"local {pair.local:.3f}  docker {pair.docker:.3f} samples/s  ratio {pair.ratio:.4f}  "
-                f"others {pair.others_cores:.2f} cores" + ("  (disturbed)" if pair.disturbed else "")
+                f"others {pair.others_cores:.2f} cores, own {pair.local_cores:.2f}/{pair.docker_cores:.2f}"
+                + ("  (disturbed)" if pair.disturbed else "")
             )
     finally:
         for w in workers.values():
@@ -288,6 +247,12 @@ def describe(result: ContainerResult) -> str:
         f"  range {s.minimum:.4f}-{s.maximum:.4f}, geometric mean {s.geometric_mean:.4f}; {s.method}",
         "  per session: " + ", ".join(f"{x.median:.4f}" for x in result.sessions) + ("" if inside else outside),
         f"  {disturbed} of {len(result.pairs)} pairs disturbed (other processes busy on > 0.2 cores during a block)",
+        "  own CPU per block, mean: local {:.2f}, docker {:.2f} cores".format(
+            *(
+                sum(getattr(p, f"{side}_cores") for p in result.pairs) / len(result.pairs)
+                for side in ("local", "docker")
+            )
+        ),
     ]
     if result.differences:
         lines.append("  what the two sides ran with differs in:")

@@ -12,8 +12,10 @@ starts the utilization sampler as a rank does for its whole run, and prints ``{"
 Then each line ``block N`` on standard input runs :func:`harness.loop.run_plan` with a one-step
 warm-up window and an N-step measurement window and answers one JSON line on standard output:
 ``throughput`` (samples/s of the measurement window, as a run's summary computes it),
-``step_s`` (its mean step time, seconds) and ``others_cores`` (CPU that processes outside this
-one's tree used meanwhile, in cores: :mod:`harness.procstat`). ``stop`` or the end of standard
+``step_s`` (its mean step time, seconds), ``others_cores`` (CPU that processes outside this
+one's tree used meanwhile, in cores: :mod:`harness.procstat`) and ``own_cores`` (this process's
+own CPU time over the block's wall-clock time, in cores: below the job's threads, the rank did
+not get the CPUs it asked for). ``stop`` or the end of standard
 input ends it with exit 0; an error is answered as ``{"error": "..."}`` with exit 1.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,10 +42,17 @@ def _block(workload: Any, steps: int, progress: IO[str] | None) -> dict[str, flo
     from workloads.events import progress_writer
 
     plan = RunPlan(Window(1, 0.0), Window(steps, 0.0))
+    cpu0, t0 = time.process_time(), time.perf_counter()
     m, others = others_cores(lambda: run_plan(workload, plan, on_step=progress_writer(progress)))
+    own = (time.process_time() - cpu0) / max(time.perf_counter() - t0, 1e-9)
     window = next(w for w in m.windows if w.phase is Phase.MEASUREMENT)
     seconds = window.seconds
-    return {"throughput": window.samples / seconds, "step_s": seconds / window.steps, "others_cores": others}
+    return {
+        "throughput": window.samples / seconds,
+        "step_s": seconds / window.steps,
+        "others_cores": others,
+        "own_cores": own,
+    }
 
 
 def serve(job_path: Path, system_path: Path, progress_path: Path | None, commands: IO[str]) -> int:

@@ -5,6 +5,7 @@ tests/containers/test_bench_docker_local.py; the figures come from ``make bench`
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,8 @@ def test_the_worker_replaces_only_the_rank_module() -> None:
 def test_a_local_worker_warms_up_answers_blocks_and_stops(tmp_path: Path) -> None:
     """The real worker on a tiny ResNet-50: ready after its warm-up with its system description
     written, one JSON answer per block from the harness's measurement window, a progress log
-    line per step (warm-up included), exit 0 on stop; a bad command is an error, not a hang."""
+    line per step (warm-up included), its own CPU time per block, exit 0 on stop; a bad command
+    is an error, not a hang."""
     w = start_worker("local", _config(TINY), tmp_path / "w", None)
     try:
         ready = w.receive(300)
@@ -43,6 +45,8 @@ def test_a_local_worker_warms_up_answers_blocks_and_stops(tmp_path: Path) -> Non
             w.send(f"block {steps}")
             got = w.receive(120)
             assert got["throughput"] > 0 and got["step_s"] > 0 and got["others_cores"] >= 0
+            # its own CPU over the block's wall time: a busy rank, never more cores than exist
+            assert 0 < got["own_cores"] <= (os.cpu_count() or 1) + 0.1
         lines = (tmp_path / "w" / "progress.jsonl").read_text().splitlines()
         assert len(lines) == (1 + 1) + (1 + 2)  # each block: one warm-up step, then its measured steps
         w.send("block zero")
