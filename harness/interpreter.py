@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import platform
+import time
 from pathlib import Path
 
 
@@ -38,3 +39,44 @@ def python_info() -> dict[str, str | None]:
         "implementation": platform.python_implementation(),
         "build": f"{platform.python_compiler()}, {built}, libpython {linkage}",
     }
+
+
+class _Node:
+    __slots__ = ("child", "weight")
+
+    def __init__(self, weight: int, child: _Node | None) -> None:
+        self.weight = weight
+        self.child = child
+
+
+def _walk(node: _Node | None, table: dict[int, int]) -> int:
+    total = 0
+    while node is not None:
+        total += table.get(node.weight & 63, 0) + node.weight
+        node = node.child
+    return total
+
+
+def python_loop_s(repeats: int = 5, length: int = 20_000) -> float:
+    """The interpreter's pure-Python speed: the best of ``repeats`` wall times, in seconds, of one
+    fixed loop over ``length`` objects (attribute reads, dict lookups, integer arithmetic and a
+    call per pass: the kind of work ``nn.Module.__call__`` and a per-parameter optimizer step do
+    between kernels). About 2 ms per pass at the defaults on a 2-vCPU Xeon. Only ratios between
+    interpreters on one machine mean anything (``trainbench bench docker`` prints local and
+    image side by side).
+
+    Raises:
+        ValueError: ``repeats`` or ``length`` below 1.
+    """
+    if repeats < 1 or length < 1:
+        raise ValueError(f"repeats and length must be >= 1, got {repeats} and {length}")
+    node: _Node | None = None
+    for i in range(length):
+        node = _Node(i, node)
+    table = {i: i * i for i in range(64)}
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        _walk(node, table)
+        best = min(best, time.perf_counter() - t0)
+    return best

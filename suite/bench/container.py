@@ -24,6 +24,7 @@ its CPUs.
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -100,6 +101,7 @@ class ContainerResult:
     summary: RatioSummary | None
     sessions: list[RatioSummary] = field(default_factory=list)
     differences: list[tuple[str, Any, Any]] = field(default_factory=list)
+    python_loop_s: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def meets_goal(self) -> bool:
@@ -116,6 +118,7 @@ class ContainerResult:
             "summary": self.summary.to_dict() if self.summary else None,
             "sessions": [x.to_dict() for x in self.sessions],
             "environment_differences": [{"field": f, "local": a, "docker": b} for f, a, b in self.differences],
+            "python_loop_s": self.python_loop_s,
             "meets_goal": self.meets_goal,
         }
 
@@ -144,8 +147,9 @@ def _config(settings: ContainerSettings) -> Any:
 
 def _session(
     index: int, config: Any, wrap: Any, settings: ContainerSettings, output_dir: Path, say: Callable[[str], None]
-) -> tuple[list[SidePair], list[tuple[str, Any, Any]]]:
-    """One session: both workers started and warmed up, ``settings.pairs`` pairs of blocks."""
+) -> tuple[list[SidePair], list[tuple[str, Any, Any]], dict[str, float]]:
+    """One session: both workers started and warmed up, ``settings.pairs`` pairs of blocks.
+    Returns the pairs, the environment differences and each side's pure-Python loop time (s)."""
     from suite.bench.sessions import start_worker
 
     timeout_s = float(config.launch.startup_timeout_s) + float(config.launch.stall_timeout_s) * (
@@ -153,12 +157,13 @@ def _session(
     )
     block_timeout_s = float(config.launch.stall_timeout_s) * (settings.block_steps + 1)
     workers = {}
+    loops: dict[str, float] = {}
     try:
         for side in ("local", "docker"):  # one after the other: the warm-ups do not compete
             workers[side] = start_worker(
                 side, config, output_dir / f"session{index + 1}-{side}", wrap if side == "docker" else None
             )
-            workers[side].receive(timeout_s)
+            loops[side] = float(workers[side].receive(timeout_s).get("python_loop_s", 0.0))
         systems = {side: json.loads((w.run_dir / "system.json").read_text()) for side, w in workers.items()}
         pairs: list[SidePair] = []
         for i in range(settings.pairs):
@@ -187,7 +192,7 @@ def _session(
     finally:
         for w in workers.values():
             w.stop()
-    return pairs, environment_differences(systems["local"], systems["docker"])
+    return pairs, environment_differences(systems["local"], systems["docker"]), loops
 
 
 def measure_container(
@@ -216,16 +221,19 @@ def measure_container(
     sessions: list[RatioSummary] = []
     differences: list[tuple[str, Any, Any]] = []
     quads: list[float] = []
+    loops: dict[str, list[float]] = {"local": [], "docker": []}
     for index in range(settings.sessions):
-        got, diff = _session(index, config, wrap, settings, output_dir, say)
+        got, diff, loop = _session(index, config, wrap, settings, output_dir, say)
         if index == 0:
             differences = diff
+        for side, seconds in loop.items():
+            loops[side].append(seconds)
         pairs += got
         mine = quad_ratios([p.docker for p in got], [p.local for p in got])
         quads += mine
         sessions.append(summarize_ratios(mine, unit="ABBA quads' ratios"))
     summary = summarize_ratios(quads, unit="ABBA quads' ratios, all sessions") if quads else None
-    return ContainerResult(settings, pairs, summary, sessions, differences)
+    return ContainerResult(settings, pairs, summary, sessions, differences, loops)
 
 
 def describe(result: ContainerResult) -> str:
@@ -254,6 +262,12 @@ def describe(result: ContainerResult) -> str:
             )
         ),
     ]
+    local, docker = (statistics.median(result.python_loop_s.get(side) or [0.0]) for side in ("local", "docker"))
+    if local > 0 and docker > 0:
+        lines.append(
+            f"  pure-Python loop (harness.interpreter.python_loop_s, median of sessions): local {local * 1e3:.3f} ms, "
+            f"docker {docker * 1e3:.3f} ms: the image's interpreter runs Python {local / docker:.3f}x as fast"
+        )
     if result.differences:
         lines.append("  what the two sides ran with differs in:")
         lines += [f"    {name}: local {a!r}, docker {b!r}" for name, a, b in result.differences]

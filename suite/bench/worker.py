@@ -8,7 +8,8 @@ preload, OpenMP variables, binding; in the container, ``docker run``'s options):
 It builds the job's workload as ``workloads.rank`` does (the CPU precision decided on this
 host first), runs the job's warm-up window once, writes the system description
 (:func:`harness.system.capture_system`, what a result's ``environment`` holds) to ``--system``,
-starts the utilization sampler as a rank does for its whole run, and prints ``{"ready": ...}``.
+starts the utilization sampler as a rank does for its whole run, and prints ``{"ready": ...}``
+with ``python_loop_s``, its interpreter's pure-Python speed (:func:`harness.interpreter.python_loop_s`).
 Then each line ``block N`` on standard input runs :func:`harness.loop.run_plan` with a one-step
 warm-up window and an N-step measurement window and answers one JSON line on standard output:
 ``throughput`` (samples/s of the measurement window, as a run's summary computes it),
@@ -64,6 +65,7 @@ def serve(job_path: Path, system_path: Path, progress_path: Path | None, command
     Raises:
         ValueError: a bad job file or command (the caller answers it as an error).
     """
+    from harness.interpreter import python_loop_s
     from harness.loop import run_plan
     from harness.sampler import UtilizationSampler
     from harness.system import capture_system
@@ -81,10 +83,12 @@ def serve(job_path: Path, system_path: Path, progress_path: Path | None, command
     workload = entry.factory(params)
     run_plan(workload, RunPlan(warmup, Window(1, 0.0)))
     system_path.write_text(json.dumps(capture_system()))
+    loop_s = python_loop_s()  # before the sampler starts: nothing of this tree runs beside it
     progress = progress_path.open("a", buffering=1) if progress_path is not None else None
     sampler = UtilizationSampler(float(job.get("sampler_interval_s", 0.5))).start()
     try:
-        _answer({"ready": True, "precision": choice.to_dict() if choice is not None else None})
+        ready = {"ready": True, "precision": choice.to_dict() if choice is not None else None}
+        _answer({**ready, "python_loop_s": loop_s})
         for line in commands:
             words = line.split()
             if words == ["stop"]:

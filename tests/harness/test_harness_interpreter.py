@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.interpreter import libpython_shared, python_info
+import pytest
+
+from harness.interpreter import libpython_shared, python_info, python_loop_s
 
 MAPPED_LINE = "7f00a0000000-7f00a0400000 r-xp 00000000 fe:01 123 {}\n"
 
@@ -30,3 +32,12 @@ def test_this_interpreter_is_described_as_it_runs() -> None:
     # the linkage is the one the dynamic linker reports for this executable
     ldd = subprocess.run(["ldd", sys.executable], capture_output=True, text=True, check=False).stdout
     assert build.endswith("libpython shared" if "libpython" in ldd else "libpython static"), (build, ldd)
+
+
+def test_the_pure_python_loop_times_work_that_scales_with_its_length() -> None:
+    """Best-of-N times of the real loop: positive, and a loop 100 times as long takes longer
+    (by far more than any timer noise); bad arguments are refused."""
+    short, long = python_loop_s(repeats=3, length=2_000), python_loop_s(repeats=3, length=200_000)
+    assert 0 < short < long
+    with pytest.raises(ValueError, match="must be >= 1"):
+        python_loop_s(repeats=0)
