@@ -5,8 +5,9 @@ links ``libpython`` as a shared library (pyenv's and many source builds' default
 calls inside the interpreter and, built without ``--enable-optimizations``, has no PGO either:
 a pure-Python loop ran 29% slower on pyenv's 3.11.7 than on Debian's static 3.11.2 (2-vCPU Xeon,
 2026-11-26). ResNet-50 (batch 16, bf16 + channels_last) in the image, against the host: docker/local
-1.021 with pyenv's interpreter on the host, 1.014 with Debian's (``trainbench bench docker``, 4 x 20
-pairs each). Results record the build so that two systems that differ only there can be told apart.
+1.021 and, in a later session, 1.017 with pyenv's interpreter on the host, 1.014 with Debian's
+(``trainbench bench docker``, 4 x 20 pairs each; in the 1.017 run both sides used 1.97 of 2 cores).
+Results record the build so that two systems that differ only there can be told apart.
 """
 
 from __future__ import annotations
