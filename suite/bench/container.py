@@ -15,10 +15,11 @@ docker/local is the median of all sessions' quad ratios with its distribution-fr
 luck (its memory layout, its start-up) from deciding the figure; each session's median is
 reported, and the goal holds only when the pooled CI and every session's median lie within
 [0.98, 1.02]. The first session's system descriptions, as the workers captured them, are
-compared field by field (:func:`suite.bench.environment.environment_differences`), so a gap can be traced to what the
-two sides really ran with: threads, allocator and OpenMP libraries, performance variables,
-binding, torch build, Python build; each block's own CPU time says whether a side was kept off
-its CPUs.
+compared field by field (:func:`suite.bench.environment.environment_differences`), so a gap can
+be traced to what the two sides really ran with: threads, allocator and OpenMP libraries,
+performance variables, binding, torch build, Python build. Each block's own CPU time says
+whether a side was kept off its CPUs, and each worker's pure-Python loop
+(:func:`harness.interpreter.python_loop_s`) how fast its interpreter is.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ class SidePair:
 @dataclass
 class ContainerResult:
     """The pairs, the ratio summaries (``summary``: all sessions' quads, the one the goal is judged
-    on; ``sessions``: each session's quads) and the first session's environment differences."""
+    on; ``sessions``: each session's quads), the first session's environment differences, and
+    each side's pure-Python loop time per session (``python_loop_s["local"|"docker"]``, seconds)."""
 
     settings: ContainerSettings
     pairs: list[SidePair]
