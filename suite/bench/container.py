@@ -37,6 +37,8 @@ from suite.bench.ratios import RatioSummary, quad_ratios, summarize_ratios
 GOAL = (0.98, 1.02)
 """Issue 13's goal: docker/local within 2%."""
 
+SIDES = ("local", "docker")
+
 
 @dataclass(frozen=True)
 class ContainerSettings:
@@ -68,7 +70,8 @@ class SidePair:
     the busier of the two blocks, in cores (above
     :data:`harness.utilization.OTHERS_CORES_THRESHOLD` the pair was disturbed), and each side's
     own CPU time over its block's wall-clock time, in cores (both near the job's threads when
-    neither side was kept off its CPUs)."""
+    neither side was kept off its CPUs; None from a worker that does not report it, such as an
+    image built before it did)."""
 
     session: int
     index: int
@@ -76,8 +79,8 @@ class SidePair:
     local: float
     docker: float
     others_cores: float
-    local_cores: float = 0.0
-    docker_cores: float = 0.0
+    local_cores: float | None = None
+    docker_cores: float | None = None
 
     @property
     def disturbed(self) -> bool:
@@ -161,17 +164,19 @@ def _session(
     workers = {}
     loops: dict[str, float] = {}
     try:
-        for side in ("local", "docker"):  # one after the other: the warm-ups do not compete
+        for side in SIDES:  # one after the other: the warm-ups do not compete
             workers[side] = start_worker(
                 side, config, output_dir / f"session{index + 1}-{side}", wrap if side == "docker" else None
             )
-            loops[side] = float(workers[side].receive(timeout_s).get("python_loop_s", 0.0))
+            loop_s = workers[side].receive(timeout_s).get("python_loop_s")
+            if loop_s is not None:
+                loops[side] = float(loop_s)
         systems = {side: json.loads((w.run_dir / "system.json").read_text()) for side, w in workers.items()}
         pairs: list[SidePair] = []
         for i in range(settings.pairs):
             docker_first = i % 2 == 1
             got: dict[str, dict[str, Any]] = {}
-            for side in ("docker", "local") if docker_first else ("local", "docker"):
+            for side in SIDES[::-1] if docker_first else SIDES:
                 workers[side].send(f"block {settings.block_steps}")
                 got[side] = workers[side].receive(block_timeout_s)
             pair = SidePair(
@@ -181,14 +186,14 @@ def _session(
                 float(got["local"]["throughput"]),
                 float(got["docker"]["throughput"]),
                 max(float(got[side]["others_cores"]) for side in got),
-                float(got["local"].get("own_cores", 0.0)),
-                float(got["docker"].get("own_cores", 0.0)),
+                _own_cores(got["local"]),
+                _own_cores(got["docker"]),
             )
             pairs.append(pair)
             say(
                 f"session {index + 1}, pair {i + 1}/{settings.pairs} ({'docker' if docker_first else 'local'} first): "
                 f"local {pair.local:.3f}  docker {pair.docker:.3f} samples/s  ratio {pair.ratio:.4f}  "
-                f"others {pair.others_cores:.2f} cores, own {pair.local_cores:.2f}/{pair.docker_cores:.2f}"
+                f"others {pair.others_cores:.2f} cores, own {_cores([pair.local_cores])}/{_cores([pair.docker_cores])}"
                 + ("  (disturbed)" if pair.disturbed else "")
             )
     finally:
@@ -223,7 +228,7 @@ def measure_container(
     sessions: list[RatioSummary] = []
     differences: list[tuple[str, Any, Any]] = []
     quads: list[float] = []
-    loops: dict[str, list[float]] = {"local": [], "docker": []}
+    loops: dict[str, list[float]] = {side: [] for side in SIDES}
     for index in range(settings.sessions):
         got, diff, loop = _session(index, config, wrap, settings, output_dir, say)
         if index == 0:
@@ -236,6 +241,18 @@ def measure_container(
         sessions.append(summarize_ratios(mine, unit="ABBA quads' ratios"))
     summary = summarize_ratios(quads, unit="ABBA quads' ratios, all sessions") if quads else None
     return ContainerResult(settings, pairs, summary, sessions, differences, loops)
+
+
+def _own_cores(answer: dict[str, Any]) -> float | None:
+    """A block answer's ``own_cores``; None where the worker did not report it."""
+    value = answer.get("own_cores")
+    return None if value is None else float(value)
+
+
+def _cores(values: list[float | None]) -> str:
+    """The mean of the reported values, to two places, or "not reported"."""
+    got = [v for v in values if v is not None]
+    return f"{statistics.fmean(got):.2f}" if got else "not reported"
 
 
 def describe(result: ContainerResult) -> str:
@@ -257,15 +274,11 @@ def describe(result: ContainerResult) -> str:
         f"  range {s.minimum:.4f}-{s.maximum:.4f}, geometric mean {s.geometric_mean:.4f}; {s.method}",
         "  per session: " + ", ".join(f"{x.median:.4f}" for x in result.sessions) + ("" if inside else outside),
         f"  {disturbed} of {len(result.pairs)} pairs disturbed (other processes busy on > 0.2 cores during a block)",
-        "  own CPU per block, mean: local {:.2f}, docker {:.2f} cores".format(
-            *(
-                sum(getattr(p, f"{side}_cores") for p in result.pairs) / len(result.pairs)
-                for side in ("local", "docker")
-            )
-        ),
+        f"  own CPU per block, mean: local {_cores([p.local_cores for p in result.pairs])}, "
+        f"docker {_cores([p.docker_cores for p in result.pairs])} cores",
     ]
-    local, docker = (statistics.median(result.python_loop_s.get(side) or [0.0]) for side in ("local", "docker"))
-    if local > 0 and docker > 0:
+    if all(result.python_loop_s.get(side) for side in SIDES):
+        local, docker = (statistics.median(result.python_loop_s[side]) for side in SIDES)
         lines.append(
             f"  pure-Python loop (harness.interpreter.python_loop_s, median of sessions): local {local * 1e3:.3f} ms, "
             f"docker {docker * 1e3:.3f} ms: the image's interpreter runs Python {local / docker:.3f}x as fast"

@@ -13,11 +13,10 @@ with ``python_loop_s``, its interpreter's pure-Python speed (:func:`harness.inte
 Then each line ``block N`` on standard input runs :func:`harness.loop.run_plan` with a one-step
 warm-up window and an N-step measurement window and answers one JSON line on standard output:
 ``throughput`` (samples/s of the measurement window, as a run's summary computes it),
-``step_s`` (its mean step time, seconds), ``others_cores`` (CPU that processes outside this
-one's tree used meanwhile, in cores: :mod:`harness.procstat`) and ``own_cores`` (this process's
-own CPU time over the block's wall-clock time, in cores: below the job's threads, the rank did
-not get the CPUs it asked for). ``stop`` or the end of standard
-input ends it with exit 0; an error is answered as ``{"error": "..."}`` with exit 1.
+``step_s`` (its mean step time, seconds), ``others_cores`` and ``own_cores`` (CPU that processes
+outside this one's tree used meanwhile, and this process's own, in cores:
+:func:`suite.bench.interference.block_cores`). ``stop`` or the end of standard input ends it
+with exit 0; an error is answered as ``{"error": "..."}`` with exit 1.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,13 +37,11 @@ def _block(workload: Any, steps: int, progress: IO[str] | None) -> dict[str, flo
     from harness.loop import run_plan
     from harness.records import Phase
     from harness.windows import RunPlan, Window
-    from suite.bench.interference import others_cores
+    from suite.bench.interference import block_cores
     from workloads.events import progress_writer
 
     plan = RunPlan(Window(1, 0.0), Window(steps, 0.0))
-    cpu0, t0 = time.process_time(), time.perf_counter()
-    m, others = others_cores(lambda: run_plan(workload, plan, on_step=progress_writer(progress)))
-    own = (time.process_time() - cpu0) / max(time.perf_counter() - t0, 1e-9)
+    m, others, own = block_cores(lambda: run_plan(workload, plan, on_step=progress_writer(progress)))
     window = next(w for w in m.windows if w.phase is Phase.MEASUREMENT)
     seconds = window.seconds
     return {
@@ -87,8 +83,8 @@ def serve(job_path: Path, system_path: Path, progress_path: Path | None, command
     progress = progress_path.open("a", buffering=1) if progress_path is not None else None
     sampler = UtilizationSampler(float(job.get("sampler_interval_s", 0.5))).start()
     try:
-        ready = {"ready": True, "precision": choice.to_dict() if choice is not None else None}
-        _answer({**ready, "python_loop_s": loop_s})
+        precision = choice.to_dict() if choice is not None else None
+        _answer({"ready": True, "precision": precision, "python_loop_s": loop_s})
         for line in commands:
             words = line.split()
             if words == ["stop"]:

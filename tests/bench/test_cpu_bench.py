@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from suite.bench.container import ContainerResult, ContainerSettings, SidePair, describe
 from suite.bench.environment import environment_differences
 from suite.bench.overhead import OverheadSettings, measure_overhead
 from suite.bench.ratios import median_interval, quad_ratios, summarize_ratios
@@ -121,3 +122,21 @@ def test_bench_refuses_an_unknown_part(tmp_path: Path) -> None:
 
     proc = trainbench("bench", "speed", cwd=tmp_path)
     assert proc.returncode == 2 and "'speed' is not one of" in proc.stderr
+
+
+def test_docker_local_verdict_says_what_an_older_worker_did_not_report() -> None:
+    """A container worker from an image built before workers reported their own CPU and their
+    interpreter's speed: the verdict says "not reported" for its side and prints no interpreter
+    ratio, never a 0.00 that reads like a measurement; the side that reported keeps its mean."""
+    pairs = [SidePair(0, i, i % 2 == 1, 10.0, 10.1 + 0.01 * i, 0.01, 1.9 + 0.02 * i, None) for i in range(4)]
+    result = ContainerResult(
+        ContainerSettings(sessions=1, pairs=4),
+        pairs,
+        summarize_ratios(quad_ratios([p.docker for p in pairs], [p.local for p in pairs])),
+        python_loop_s={"local": [0.0017], "docker": []},
+    )
+    text = describe(result)
+    assert "own CPU per block, mean: local 1.93, docker not reported cores" in text
+    assert "pure-Python loop" not in text
+    result.python_loop_s["docker"].append(0.0015)
+    assert "runs Python 1.133x as fast" in describe(result)

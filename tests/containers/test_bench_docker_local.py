@@ -20,7 +20,8 @@ def test_a_tiny_docker_local_session_in_the_real_image(cpu_image: Any, tmp_path:
     lines: list[str] = []
     result = measure_container(TINY, tmp_path, lines.append, lines.append)
     assert [p.docker_first for p in result.pairs] == [False, True]
-    assert all(p.local > 0 and p.docker > 0 and p.local_cores > 0 and p.docker_cores > 0 for p in result.pairs)
+    assert all(p.local > 0 and p.docker > 0 for p in result.pairs)
+    assert all((p.local_cores or 0) > 0 and (p.docker_cores or 0) > 0 for p in result.pairs)
     assert "own CPU per block" in describe(result) and "pure-Python loop" in describe(result)
     assert [len(result.python_loop_s[side]) for side in ("local", "docker")] == [1, 1]
     assert result.summary is not None and result.summary.n == 1 and result.summary.low is None
