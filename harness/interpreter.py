@@ -7,10 +7,10 @@ a pure-Python loop ran 29% slower on pyenv's 3.11.7 than on Debian's static 3.11
 2026-11-26). ResNet-50 (batch 16, bf16 + channels_last) in the image, against the host: docker/local
 1.021 and, in a later session, 1.017 with pyenv's interpreter on the host, 1.014 with Debian's
 (``trainbench bench docker``, 4 x 20 pairs each; in the 1.017 run both sides used 1.97 of 2 cores).
-The interpreter is not the whole gap: with the image's own files on the local side too (the bench run
-in a chroot of the exported image, so the same interpreter and libraries), docker/local was 1.074
-(95% CI 1.056-1.093, 4 x 20 pairs), 1.06 with that side in fresh cgroups of every controller and
-1.03 after dropping the page cache (2 x 12 pairs each; same Xeon, 2026-11-26).
+With the image's own files on the local side too (the bench run in a chroot of the exported image:
+the same interpreter and libraries) and the image's non-root uid, docker/local was 1.013 and 1.006
+(2 x 12 pairs each); the same chroot run as root gave 1.03-1.075, for a reason not yet found (same
+Xeon, 2026-11-26; fresh cgroups and PID/mount namespaces for the chroot side did not change it).
 Results record the build so that two systems that differ only there can be told apart.
 """
 
