@@ -6,8 +6,8 @@ reaches it: measured here, such a rank trained on, orphaned, for over 15 minutes
 every launch, because the run directory is shared with every rank (a bind mount for docker, the shared
 filesystem on a cluster):
 
-- the supervisor's :class:`Heartbeat` overwrites a small file in the run directory every ``interval_s``
-  (1 s), with a counter, so its bytes change at every beat;
+- the supervisor's :class:`~workloads.heartbeat.Heartbeat` overwrites a small file in the run directory
+  every ``interval_s`` (1 s), with a counter, so its bytes change at every beat;
 - each rank's :class:`Lifeline` reads that file every ``poll_s`` and judges staleness by its OWN
   monotonic clock: if the bytes have not changed for ``timeout_s``, the supervisor is lost. No
   timestamps of two hosts are ever compared and file times are not used, so clock skew between hosts
@@ -27,8 +27,9 @@ filesystem on a cluster):
 
 Worst case from the supervisor's death to the rank's exit: ``timeout_s + poll_s + grace_s`` (4 + 0.25 + 3 s
 by default), inside the 10 s the suite promises; measured (2 vCPUs, loaded): 1.3 s by the parent-death signal,
-5.5 s by the heartbeat, 7-9 s from a container. The job file names the heartbeat (``Heartbeat.job_entry``); a
-job without a ``lifeline`` entry runs without one (e.g. ``python -m workloads.rank`` by hand).
+5.5 s by the heartbeat, 7-9 s from a container. The job file names the heartbeat (``Heartbeat.job_entry``);
+a job without a ``lifeline`` entry runs without one (e.g. ``python -m workloads.rank`` by hand). A heartbeat
+is only as punctual as the machine runs the supervisor: :mod:`workloads.heartbeat` says what was seen.
 """
 
 from __future__ import annotations
@@ -46,111 +47,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-HEARTBEAT_NAME = "heartbeat"
-"""The heartbeat file's name in the run directory."""
-INTERVAL_S = 1.0
-"""Seconds between two beats of the supervisor."""
 TIMEOUT_S = 4.0
 """Seconds without a changed heartbeat after which a rank considers its supervisor lost."""
 GRACE_S = 3.0
 """Seconds a rank gets after SIGTERM to write its partial measurement before it is ended."""
 POLL_S = 0.25
 """Seconds between two reads of the heartbeat by a rank."""
+LOST_SUPERVISOR = "lost its supervisor"
+"""The words of a rank's error when its heartbeat went stale (the supervisor finds them in the rank's error)."""
 EXIT_CODE = 130
 """Exit status of a rank ended by its lifeline (as for an interrupt)."""
-RECORD_BYTES = 128
-"""Bytes of one beat (a record padded with spaces); every beat overwrites the same bytes."""
 _MAX_READ = 256
 _PR_SET_PDEATHSIG = 1
 PDEATH_SIGNAL = int(signal.SIGRTMIN) + 1 if hasattr(signal, "SIGRTMIN") else int(signal.SIGTERM)  # Linux only
 """The parent-death signal a rank asks the kernel for: a signal of its own, so its arrival means exactly that."""
-
-
-class Heartbeat:
-    """The supervisor's side: rewrite ``path`` every ``interval_s`` seconds from a daemon thread.
-
-    Use as ``with Heartbeat(run_dir / HEARTBEAT_NAME) as hb: job["lifeline"] = hb.job_entry(); ...`` or with
-    :meth:`start` / :meth:`stop`. Start it before the ranks start, stop it after they have exited:
-    stopping it (or the supervisor's death) makes every rank still running stop.
-
-    Attributes:
-        path: the heartbeat file (in the run directory, which every rank sees at the same path).
-        interval_s: seconds between beats.
-        last_error: the last write error (e.g. a full disk), or None; the beat keeps retrying.
-    """
-
-    def __init__(self, path: Path, interval_s: float = INTERVAL_S) -> None:
-        if not (0 < interval_s <= 60):
-            raise ValueError(f"heartbeat interval {interval_s} s: expected 0 < interval <= 60")
-        self.path = path
-        self.interval_s = interval_s
-        self.last_error: OSError | None = None
-        self._count = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def beat(self) -> None:
-        """Write one beat, ``<counter> <pid> <host> <unix time>`` (the time is for people) in :data:`RECORD_BYTES`,
-        over the last one in place. Truncating (only the first beat does) makes ext4 flush the file at close: under
-        image builds here 3 ms median, up to 0.37 s, against 20 us and 38 ms in place; beats came seconds late."""
-        self._count += 1
-        text = f"{self._count} {os.getpid()} {socket.gethostname()} {time.time():.3f}".encode()
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if self._count == 1 else 0), 0o644)
-            try:
-                os.pwrite(fd, text[: RECORD_BYTES - 1].ljust(RECORD_BYTES - 1) + b"\n", 0)
-            finally:
-                os.close(fd)
-            self.last_error = None
-        except OSError as exc:
-            self.last_error = exc
-
-    def start(self) -> Heartbeat:
-        """Write the first beat now (so a rank never starts before it), then beat in the background.
-
-        Raises:
-            OSError: the first beat cannot be written (the run directory is not writable).
-        """
-        self.beat()
-        if self.last_error is not None:
-            raise self.last_error
-        self._thread = threading.Thread(target=self._run, name="trainbench-heartbeat", daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.beat()
-
-    def stop(self, remove: bool = True) -> None:
-        """Stop beating (ranks still running then stop within the lifeline's timeout); remove the file."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        if remove:
-            with contextlib.suppress(OSError):
-                self.path.unlink()
-
-    def job_entry(self, timeout_s: float = TIMEOUT_S, grace_s: float = GRACE_S) -> dict[str, Any]:
-        """The job file's ``lifeline`` entry that points the ranks at this heartbeat.
-
-        ``supervisor_pid`` is None when the supervisor is its PID namespace's init (pid 1, e.g. ``trainbench
-        run`` as a container's entrypoint): when it dies the kernel kills every process of the namespace.
-        """
-        pid = os.getpid()
-        return {
-            "path": str(self.path),
-            "timeout_s": timeout_s,
-            "grace_s": grace_s,
-            "supervisor_pid": pid if pid > 1 else None,
-            "supervisor_host": socket.gethostname(),
-        }
-
-    def __enter__(self) -> Heartbeat:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def _number(entry: Mapping[str, Any], key: str, default: float, low: float, high: float) -> float:
@@ -282,7 +192,7 @@ class Lifeline:
                 last, changed_at = current, after
             elif before - changed_at > self.timeout_s:
                 state = "missing" if current is None else "unchanged"
-                self._lose(f"lost its supervisor: heartbeat {self.path} {state} for {before - changed_at:.1f} s")
+                self._lose(f"{LOST_SUPERVISOR}: heartbeat {self.path} {state} for {before - changed_at:.1f} s")
                 return
 
     def _lose(self, reason: str) -> None:

@@ -45,7 +45,8 @@ from suite.run.assemble import build_result
 from suite.run.launch import LaunchPlan
 from suite.run.leftovers import partial_ranks
 from suite.run.options import RunOptions
-from workloads.lifeline import GRACE_S, HEARTBEAT_NAME, INTERVAL_S, POLL_S, TIMEOUT_S
+from workloads.heartbeat import HEARTBEAT_NAME, INTERVAL_S
+from workloads.lifeline import GRACE_S, POLL_S, TIMEOUT_S
 from workloads.measurement import RankMeasurement
 
 RECORD_NAME = "run.json"

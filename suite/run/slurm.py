@@ -29,7 +29,7 @@ from typing import Any
 
 from suite.config import RunConfig
 from suite.run.launch import LaunchPlan
-from suite.run.leftovers import partial_ranks, tail_progress
+from suite.run.leftovers import lost_supervisor_note, partial_ranks, tail_progress
 from suite.run.options import ProgressCallback
 from suite.run.supervise import INTERRUPTED
 from suite.slurm.client import JobInfo, SlurmClient
@@ -38,7 +38,7 @@ from suite.slurm.follow import SCRIPT_NAME, cancel, describe_end, follow, submit
 from suite.slurm.options import SlurmOptions, SlurmRuntime
 from suite.slurm.plan import job_config, node_options, rank_for, title
 from suite.slurm.script import sbatch_script
-from workloads.lifeline import HEARTBEAT_NAME, Heartbeat
+from workloads.heartbeat import HEARTBEAT_NAME, Heartbeat
 from workloads.measurement import RankMeasurement
 
 Notify = Callable[[str], None]
@@ -133,6 +133,9 @@ def launch_job(
     finally:
         heartbeat.stop()
     measurement, code = _gather(run_dir, info, why, options.ntasks)
+    note = lost_supervisor_note(measurement.error, heartbeat)
+    if note is not None:
+        measurement = measurement.model_copy(update={"error": f"{measurement.error}; {note}"})
     nodes: list[str] = []
     if info is not None and info.nodelist:
         try:

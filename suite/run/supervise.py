@@ -24,10 +24,10 @@ from harness.procstat import ROOT_PID_ENV
 from suite.config import RunConfig, TorchrunLaunch
 from suite.run.header import planned_header
 from suite.run.launch import LaunchPlan, plan_launch
-from suite.run.leftovers import partial_ranks, steps_from_log, tail_progress
+from suite.run.leftovers import lost_supervisor_note, partial_ranks, steps_from_log, tail_progress
 from suite.run.options import ProgressCallback, Wrap
 from workloads.events import events_path
-from workloads.lifeline import HEARTBEAT_NAME, Heartbeat
+from workloads.heartbeat import HEARTBEAT_NAME, Heartbeat
 from workloads.measurement import RankMeasurement
 
 STOP_GRACE_S = 30.0
@@ -189,6 +189,9 @@ def launch_rank(
         m.complete, m.error, m.steps, m.windows = False, reason, steps_from_log(progress), []
     elif interrupted and m.error is None:
         m.complete, m.error = False, INTERRUPTED
+    note = lost_supervisor_note(m.error, heartbeat)
+    if note is not None:
+        m.error = f"{m.error}; {note}"
     return m, plan, code
 
 

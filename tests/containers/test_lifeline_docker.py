@@ -19,7 +19,8 @@ from suite.specs import resolve
 from tests.conftest import REPO
 from tests.containers.conftest import _skip_or_fail
 from tests.workloads.test_lifeline import LONG_TINY
-from workloads.lifeline import EXIT_CODE, Heartbeat
+from workloads.heartbeat import Heartbeat
+from workloads.lifeline import EXIT_CODE
 
 
 def _docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -1,7 +1,7 @@
 """Ranks outlive no supervisor: a real rank stops within 10 s of its supervisor's SIGKILL and keeps its steps.
 
 The supervisor here is a small real process that does what ``trainbench run`` does:
-it starts a :class:`workloads.lifeline.Heartbeat` in the run directory, names it in
+it starts a :class:`workloads.heartbeat.Heartbeat` in the run directory, names it in
 the job file, and starts ``python -m workloads.rank``, either as its own child (the
 parent-death fast path) or through an intermediate launcher process (as torchrun or
 horovodrun start ranks), where only the heartbeat can tell the rank.
@@ -23,7 +23,8 @@ import pytest
 
 from suite.specs import resolve
 from tests.conftest import REPO
-from workloads.lifeline import EXIT_CODE, RECORD_BYTES, Heartbeat, Lifeline
+from workloads.heartbeat import RECORD_BYTES, Heartbeat
+from workloads.lifeline import EXIT_CODE, Lifeline
 
 LONG_TINY = [
     "batch_size=2",
@@ -42,7 +43,7 @@ LONG_TINY = [
 SUPERVISOR_SETUP = """
 import json, subprocess, sys, threading, time
 from pathlib import Path
-from workloads.lifeline import Heartbeat
+from workloads.heartbeat import Heartbeat
 run_dir = Path(sys.argv[1])
 hb = Heartbeat(run_dir / "heartbeat").start()
 job = json.loads((run_dir / "job.json").read_text())
