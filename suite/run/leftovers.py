@@ -19,6 +19,7 @@ from workloads.lifeline import LOST_SUPERVISOR, TIMEOUT_S
 from workloads.measurement import RankMeasurement
 
 AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
+"""Linux's autogroup switch ("1": processes outside any cgroup are scheduled in a group per session)."""
 
 
 def tail_progress(path: Path, offset: int, on_progress: ProgressCallback | None) -> int:
