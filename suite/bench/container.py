@@ -210,10 +210,12 @@ def measure_container(
     Raises:
         ValueError: a setting out of range.
         suite.containers.errors.ContainerError: no engine, no docker CLI, or no image (nothing ran).
-        suite.bench.sessions.WorkerError: a worker failed or hung (its log is in ``output_dir``).
+        suite.bench.sessions.WorkerError: a worker failed or hung (its log is in a new directory under
+            ``output_dir``, one per call: :func:`suite.bench.sessions.new_bench_dir`).
     """
     if settings.sessions < 1 or settings.pairs < 2 or settings.block_steps < 1 or settings.warmup_steps < 1:
         raise ValueError("sessions, block_steps and warmup_steps must be >= 1 and pairs >= 2")
+    from suite.bench.sessions import new_bench_dir
     from suite.containers.runtime import DockerRunOptions, prepare
 
     config = _config(settings)
@@ -223,7 +225,7 @@ def measure_container(
         f"channels_last; {settings.sessions} sessions of {settings.pairs} pairs of {settings.block_steps}-step "
         f"blocks, local and in {config.image if settings.image is None else settings.image}"
     )
-    output_dir.mkdir(parents=True, exist_ok=True)
+    output_dir = new_bench_dir(output_dir)
     pairs: list[SidePair] = []
     sessions: list[RatioSummary] = []
     differences: list[tuple[str, Any, Any]] = []

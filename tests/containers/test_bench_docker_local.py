@@ -16,7 +16,8 @@ from tests.bench.test_docker_local import TINY
 @pytest.mark.slow
 def test_a_tiny_docker_local_session_in_the_real_image(cpu_image: Any, tmp_path: Path) -> None:
     """One session of two one-step pairs, local and in trainbench-cpu: both orders, positive
-    throughputs, one quad, an unbounded CI (too few quads), both workers gone afterwards."""
+    throughputs, one quad, an unbounded CI (too few quads), both workers gone afterwards. A second run
+    into the same output directory works beside the first (it crashed on the first's worker folders)."""
     lines: list[str] = []
     result = measure_container(TINY, tmp_path, lines.append, lines.append)
     assert [p.docker_first for p in result.pairs] == [False, True]
@@ -28,7 +29,11 @@ def test_a_tiny_docker_local_session_in_the_real_image(cpu_image: Any, tmp_path:
     assert len(result.sessions) == 1 and not result.meets_goal
     assert "cannot decide" in describe(result) and "per session" in describe(result)
     assert json.loads(json.dumps(result.to_dict()))["pairs"][1]["docker_first"] is True
-    assert (tmp_path / "session1-docker" / "system.json").exists()
+    [first] = list(tmp_path.glob("*/session1-docker/system.json"))
+    again = measure_container(TINY, tmp_path, lines.append, lines.append)  # the same output directory again
+    assert len(again.pairs) == 2 and all(p.local > 0 and p.docker > 0 for p in again.pairs)
+    runs = sorted(tmp_path.glob("*/session1-docker/system.json"))
+    assert len(runs) == 2 and first in runs, "each run has its own directory; the first run's files are kept"
 
 
 def test_a_worker_that_fails_in_its_image_keeps_the_overhead_figures_and_exits_1(
