@@ -33,6 +33,7 @@ from typing import Any
 
 from suite.bench.environment import environment_differences
 from suite.bench.ratios import RatioSummary, quad_ratios, summarize_ratios
+from suite.run.options import new_stamped_dir
 
 GOAL = (0.98, 1.02)
 """Issue 13's goal: docker/local within 2%."""
@@ -211,11 +212,10 @@ def measure_container(
         ValueError: a setting out of range.
         suite.containers.errors.ContainerError: no engine, no docker CLI, or no image (nothing ran).
         suite.bench.sessions.WorkerError: a worker failed or hung (its log is in a new directory under
-            ``output_dir``, one per call: :func:`suite.bench.sessions.new_bench_dir`).
+            ``output_dir``, one per call: :func:`suite.run.options.new_stamped_dir`).
     """
     if settings.sessions < 1 or settings.pairs < 2 or settings.block_steps < 1 or settings.warmup_steps < 1:
         raise ValueError("sessions, block_steps and warmup_steps must be >= 1 and pairs >= 2")
-    from suite.bench.sessions import new_bench_dir
     from suite.containers.runtime import DockerRunOptions, prepare
 
     config = _config(settings)
@@ -225,7 +225,7 @@ def measure_container(
         f"channels_last; {settings.sessions} sessions of {settings.pairs} pairs of {settings.block_steps}-step "
         f"blocks, local and in {config.image if settings.image is None else settings.image}"
     )
-    output_dir = new_bench_dir(output_dir)
+    output_dir = new_stamped_dir(output_dir)  # one per call: a second run into the same folder works beside it
     pairs: list[SidePair] = []
     sessions: list[RatioSummary] = []
     differences: list[tuple[str, Any, Any]] = []

@@ -15,13 +15,11 @@ import contextlib
 import dataclasses
 import json
 import os
-import secrets
 import select
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -127,19 +125,6 @@ def worker_plan(plan: LaunchPlan, job: Path, system: Path, progress: Path) -> La
         raise ValueError(f"the launch plan does not run workloads.rank directly: {cmd}")
     worker = ["suite.bench.worker", "--job", str(job), "--system", str(system), "--progress", str(progress)]
     return dataclasses.replace(plan, command=[*cmd[:at], *worker])
-
-
-def new_bench_dir(parent: Path) -> Path:
-    """A new directory ``parent/<UTC time>-<8 hex digits>`` for one benchmark run's workers (their jobs,
-    progress logs and logs), so that a run into the same ``--output-dir`` as an earlier one neither
-    mixes its files with the earlier run's nor fails on them (:func:`start_worker` refuses a used directory).
-
-    Raises:
-        OSError: ``parent`` cannot be created or written.
-    """
-    path = parent / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}"
-    path.mkdir(parents=True, exist_ok=False)
-    return path
 
 
 def start_worker(

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
 from pathlib import Path
 
 from suite.config import RunConfig
@@ -24,7 +22,7 @@ from suite.ladder.report import write_outputs
 from suite.ladder.rungs import Host, RungPlan, plan_ladder
 from suite.results import Result, ResultError, read_result
 from suite.run.execute import execute
-from suite.run.options import ProgressCallback, RunError, RunOptions
+from suite.run.options import ProgressCallback, RunError, RunOptions, new_stamped_dir
 
 Progress = Callable[[RungPlan, int, int], AbstractContextManager[ProgressCallback | None]]
 """Called with (rung, its number among the rungs that run, how many run); the context it
@@ -56,9 +54,7 @@ def run_ladder(
     """
     plans = plan_ladder(workload, profile, overrides, names, host)
     out = LadderOutcome(workload, profile, list(overrides), [RungOutcome(p) for p in plans])
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out.directory = opts.output_dir / workload / f"ladder-{stamp}-{uuid.uuid4().hex[:8]}"
-    out.directory.mkdir(parents=True)
+    out.directory = new_stamped_dir(opts.output_dir / workload, "ladder-")
     rung_opts = _start_parent(out, plans[0].config, opts)
     running = [r for r in out.rungs if r.plan.config is not None]
     try:

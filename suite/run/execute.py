@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 
 from suite.config import RunConfig
@@ -16,7 +15,7 @@ from suite.errors import TrackingError
 from suite.results import Result, seal, write_result
 from suite.run.assemble import build_result
 from suite.run.launch import LaunchPlan
-from suite.run.options import ProgressCallback, ResultElsewhere, RunError, RunOptions, RunOutcome
+from suite.run.options import ProgressCallback, ResultElsewhere, RunError, RunOptions, RunOutcome, new_stamped_dir
 from suite.run.outbox import OutboxEntry, enqueue
 from suite.run.preflight import preflight
 from suite.run.recover import claim
@@ -47,9 +46,7 @@ def execute(config: RunConfig, opts: RunOptions, on_progress: ProgressCallback |
         config, _ = job_config(config, opts.slurm)
     preflight(config, opts)
     run_id = uuid.uuid4().hex
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    run_dir = opts.output_dir / config.workload / f"{stamp}-{run_id[:8]}"
-    run_dir.mkdir(parents=True)
+    run_dir = new_stamped_dir(opts.output_dir / config.workload, token=run_id[:8])
     with claim(run_dir, run_id, config, opts.system) as held:
         if opts.slurm is not None:
             from suite.run.slurm_result import run_as_job

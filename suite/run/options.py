@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +22,26 @@ ProgressCallback = Callable[[dict[str, Any]], None]
 """Receives each progress event: a step record as :meth:`harness.records.StepRecord.to_dict`, or an
 event with an ``event`` key (the run header, the rank's precision decision, environment and time
 projection: ``suite.run.supervise.launch_rank``)."""
+
+
+def new_stamped_dir(parent: Path, prefix: str = "", token: str | None = None) -> Path:
+    """Create and return ``parent/<prefix><UTC time>-<token>``, e.g. ``20261126T185445Z-e91573e6``: the
+    one naming of a run's, ladder's, sweep's or benchmark's directory in an output tree, so that
+    they sort by time and two made in the same second do not collide.
+
+    Args:
+        parent: the folder to create it in (created too when missing).
+        prefix: put before the time, e.g. ``"ladder-"``.
+        token: 8 characters that tell it apart (a run's id); default: 8 random hex digits.
+
+    Raises:
+        FileExistsError: the directory exists already (never with the random token, in practice).
+        OSError: ``parent`` cannot be created or written.
+    """
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = parent / f"{prefix}{stamp}-{token or uuid.uuid4().hex[:8]}"
+    path.mkdir(parents=True)
+    return path
 
 
 class RunError(TrainbenchError, RuntimeError):

@@ -17,11 +17,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,7 @@ from suite.errors import TrackingError
 from suite.labels import flat_settings, setting_name, value_text
 from suite.results import Result, ResultError, read_result
 from suite.run.execute import execute
-from suite.run.options import ProgressCallback, RunError, RunOptions
+from suite.run.options import ProgressCallback, RunError, RunOptions, new_stamped_dir
 from suite.specs import ConfigError, resolve
 
 
@@ -214,9 +212,7 @@ def run_sweep(
 
     configs = plan_sweep(workload, profile, overrides, sweep)
     out = SweepOutcome(sweep, workload)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out.directory = opts.output_dir / workload / f"sweep-{stamp}-{uuid.uuid4().hex[:8]}"
-    out.directory.mkdir(parents=True)
+    out.directory = new_stamped_dir(opts.output_dir / workload, "sweep-")
     steps, steps_mean = point_steps(list(sweep.values))
     if opts.tracking_uri:
         from suite.tracking import start_parent_run
