@@ -32,15 +32,19 @@ def start_run(tmp_path: Path, *extra: str, tracking: list[str] | None = None) ->
     return subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def wait_for_measurement(tmp_path: Path, timeout: float = 120) -> None:
-    """Block until the run's progress log shows a measured step."""
+def wait_for_measurement(
+    tmp_path: Path, timeout: float = 120, steps: int = 1, run: subprocess.Popen[str] | None = None
+) -> None:
+    """Block until the run's progress log shows ``steps`` measured steps; fail at once if ``run`` has ended."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         logs = list((tmp_path / "o").rglob("progress.jsonl"))
-        if logs and '"measurement"' in logs[0].read_text():
+        if logs and logs[0].read_text().count('"measurement"') >= steps:
             return
+        if run is not None:
+            assert run.poll() is None, run.communicate()
         time.sleep(0.2)
-    raise AssertionError("the run never reached its measurement window")
+    raise AssertionError(f"the run never measured {steps} step(s)")
 
 
 def rank_process(run: subprocess.Popen[str]) -> psutil.Process:

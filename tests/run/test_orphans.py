@@ -24,7 +24,7 @@ from harness.records import Phase, StepRecord
 from suite.results import read_result
 from suite.run.recover import LOCK_NAME, RECORD_NAME, SETTLE_S, recover
 from tests.conftest import REPO, trainbench
-from tests.faults.helpers import start_run
+from tests.faults.helpers import start_run, wait_for_measurement
 from workloads.measurement import RankMeasurement
 
 HOLDER = """
@@ -115,13 +115,7 @@ def test_a_local_run_killed_with_sigkill_leaves_no_rank_and_sync_keeps_its_steps
     run = start_run(tmp_path, "--set", "measure_steps=100000", "--set", "precision=fp32")
     out = tmp_path / "o"
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            logs = list(out.rglob("progress.jsonl"))
-            if logs and logs[0].read_text().count('"measurement"') >= 2:
-                break
-            assert run.poll() is None, run.communicate()
-            time.sleep(0.2)
+        wait_for_measurement(tmp_path, timeout=180, steps=2, run=run)
         [run_dir] = [p.parent for p in out.rglob("run.json")]
         assert rank_processes(str(run_dir)), "the rank runs before the supervisor is killed"
         os.kill(run.pid, signal.SIGKILL)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from suite.results import read_result
 from suite.run.leftovers import lost_supervisor_note
-from tests.faults.helpers import start_run
+from tests.faults.helpers import start_run, wait_for_measurement
 from workloads.heartbeat import Heartbeat
 from workloads.lifeline import LOST_SUPERVISOR, TIMEOUT_S
 
@@ -64,13 +64,7 @@ def test_a_supervisor_stopped_past_the_ranks_timeout_reports_its_gap_and_keeps_t
     run = start_run(tmp_path, "--set", "measure_steps=100000", "--set", "precision=fp32")
     out = tmp_path / "o"
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            logs = list(out.rglob("progress.jsonl"))
-            if logs and logs[0].read_text().count('"measurement"') >= 2:
-                break
-            assert run.poll() is None, run.communicate()
-            time.sleep(0.2)
+        wait_for_measurement(tmp_path, timeout=180, steps=2, run=run)
         os.kill(run.pid, signal.SIGSTOP)
         time.sleep(TIMEOUT_S + 3.0)  # the rank (its child: no parent-death signal) gives up after TIMEOUT_S
         os.kill(run.pid, signal.SIGCONT)
