@@ -22,12 +22,13 @@ from typing import Any
 import psutil
 
 from harness.gpus import gpu_devices
+from harness.hugepages import thp_facts
 from harness.interpreter import python_info
 from harness.isa import IsaInfo, detect_isa
 
 PERF_ENV_PATTERN = re.compile(
     r"^(OMP_|KMP_|GOMP_|MKL_|LD_PRELOAD$|MALLOC_|GLIBC_TUNABLES$|TCMALLOC_|CUDA_VISIBLE_DEVICES$|NCCL_|"
-    r"PYTORCH_|TORCH_|TORCHINDUCTOR_|HOROVOD_|DNNL_|ONEDNN_|OPENBLAS_|TRAINBENCH_)"
+    r"PYTORCH_|TORCH_|TORCHINDUCTOR_|THP_MEM_ALLOC_ENABLE$|HOROVOD_|DNNL_|ONEDNN_|OPENBLAS_|TRAINBENCH_)"
 )
 """Environment variables that can change training performance; all of them are recorded."""
 
@@ -256,9 +257,11 @@ def capture_system(*, probe_onednn: bool = False) -> dict[str, Any]:
 
     Keys: host, cpu, isa (:meth:`harness.isa.IsaInfo.to_dict`: matrix flags, the caps
     ``ONEDNN_MAX_CPU_ISA``/``ATEN_CPU_CAPABILITY``, effective flags, ``bf16_native``,
-    torch's CPU capability when torch is imported), numa_nodes, binding, memory, gpus,
-    python (:func:`harness.interpreter.python_info`: version and build), libraries, torch
-    (when imported), env (performance-relevant variables), loaded_libraries, container. Slow
+    torch's CPU capability when torch is imported), numa_nodes, binding, memory (total and
+    available bytes, the kernel's transparent-huge-page policy:
+    :func:`harness.hugepages.thp_facts`), gpus, python
+    (:func:`harness.interpreter.python_info`: version and build), libraries, torch (when
+    imported), env (performance-relevant variables), loaded_libraries, container. Slow
     parts (py-cpuinfo) take about a second; call it outside the measured windows.
 
     Args:
@@ -280,7 +283,7 @@ def capture_system(*, probe_onednn: bool = False) -> dict[str, Any]:
         "isa": read_isa(probe_onednn=probe_onednn).to_dict(),
         "numa_nodes": numa_topology(),
         "binding": process_binding(),
-        "memory": {"total_bytes": vm.total, "available_bytes": vm.available},
+        "memory": {"total_bytes": vm.total, "available_bytes": vm.available, "transparent_hugepages": thp_facts()},
         "gpus": gpu_devices(),
         "python": python_info(),
         "libraries": libs,

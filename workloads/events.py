@@ -113,7 +113,8 @@ def projection_fields(p: Projection, plan: RunPlan, choice: PrecisionChoice | No
 
 def environment_fields(system: dict[str, Any]) -> dict[str, Any]:
     """The run header's facts from :func:`harness.system.capture_system`: CPU model, cores, the
-    ISA record (features, effective, caps, torch's capability) and the torch version."""
+    ISA record (features, effective, caps, torch's capability), the torch version and the
+    transparent-huge-page facts (:func:`harness.hugepages.thp_facts`)."""
     cpu = system.get("cpu") or {}
     torch = system.get("torch") or {}
     return {
@@ -124,6 +125,7 @@ def environment_fields(system: dict[str, Any]) -> dict[str, Any]:
         "isa": system.get("isa"),
         "torch_version": torch.get("version"),
         "torch_cpu_capability": torch.get("cpu_capability"),
+        "transparent_hugepages": (system.get("memory") or {}).get("transparent_hugepages"),
     }
 
 

@@ -19,6 +19,7 @@ COMPARED: tuple[tuple[str, ...], ...] = (
     ("env",),
     ("binding",),
     ("container", "cgroup_cpus"),
+    ("memory", "transparent_hugepages"),
 )
 """Environment fields (paths into ``result.environment``) that can change throughput."""
 

@@ -84,6 +84,19 @@ def precision_text(choice: Any) -> str:
     return text
 
 
+def hugepages_text(facts: Any) -> str:
+    """The transparent-huge-page facts in words (:func:`harness.hugepages.thp_facts`), e.g.
+    ``kernel policy madvise; torch's tensors in 4 KiB pages (THP_MEM_ALLOC_ENABLE=1 asks for huge pages)``."""
+    if not isinstance(facts, dict) or facts.get("enabled") is None:
+        return "not recorded"
+    text = f"kernel policy {facts['enabled']}"
+    if facts.get("torch_tensors") is True:
+        return text + "; torch's large tensors in huge pages"
+    if facts["enabled"] == "madvise":
+        return text + "; torch's tensors in 4 KiB pages (THP_MEM_ALLOC_ENABLE=1 asks for huge pages)"
+    return text + "; torch's tensors in 4 KiB pages"
+
+
 def header_lines(event: Mapping[str, Any]) -> list[str]:
     """The header's lines (plain text) from a ``plan`` or ``environment`` event."""
     cores = event.get("logical_cores")
@@ -95,6 +108,8 @@ def header_lines(event: Mapping[str, Any]) -> list[str]:
         f"CPU: {event.get('cpu_model') or 'unknown model'}, {core_text}; torch {event.get('torch_version') or '?'}",
         f"matrix ISA: {isa_text(event.get('isa'), event.get('torch_cpu_capability'))}",
     ]
+    if event.get("transparent_hugepages") is not None:
+        lines.append(f"transparent huge pages: {hugepages_text(event.get('transparent_hugepages'))}")
     if event.get("precision") is not None:
         lines.append(f"precision: {precision_text(event.get('precision'))}")
     return lines

@@ -22,6 +22,7 @@ COMPARED = (
     "cpus_allowed",
     "numa_nodes",
     "memory_bytes",
+    "transparent_hugepages",
     "gpus",
     "libraries",
 )
@@ -71,6 +72,7 @@ def fingerprint(system: Mapping[str, Any]) -> dict[str, Any]:
         "cpus_allowed": len(allowed) if isinstance(allowed, list) else None,
         "numa_nodes": len(system.get("numa_nodes") or []),
         "memory_bytes": _get(system, "memory", "total_bytes"),
+        "transparent_hugepages": _get(system, "memory", "transparent_hugepages", "enabled"),
         "gpus": [f"{d.get('name')} ({d.get('memory_bytes')} B)" for d in devices if isinstance(d, Mapping)],
         "libraries": dict(sorted((system.get("libraries") or {}).items())),
     }

@@ -131,7 +131,13 @@ def test_docker_run_command_shares_the_run_dir_and_applies_the_options(tmp_path:
         user="1000:1000",
         read_only=[tmp_path / "data"],
         labels={"k": "v"},
-        host_env={"OMP_PROC_BIND": "close", "LD_PRELOAD": "/host/lib.so", "HOME": "/root", "TRAINBENCH_CACHE": "/c"},
+        host_env={
+            "OMP_PROC_BIND": "close",
+            "THP_MEM_ALLOC_ENABLE": "1",
+            "LD_PRELOAD": "/host/lib.so",
+            "HOME": "/root",
+            "TRAINBENCH_CACHE": "/c",
+        },
     )
     joined = " ".join(cmd)
     assert cmd[:5] == ["/usr/bin/docker", "run", "--rm", "--init", "--name"]
@@ -143,6 +149,7 @@ def test_docker_run_command_shares_the_run_dir_and_applies_the_options(tmp_path:
         assert flag in joined
     assert "--user 1000:1000 --env HOME=/tmp" in joined and "--label k=v" in joined
     assert "--env OMP_NUM_THREADS=2" in joined and "--env OMP_PROC_BIND=close" in joined
+    assert "--env THP_MEM_ALLOC_ENABLE=1" in joined  # torch's huge pages: ~7% of a CPU step's time
     assert "--env TRAINBENCH_IMAGE=trainbench-cpu:latest" in joined
     assert "LD_PRELOAD" not in joined and "HOME=/root" not in joined and "TRAINBENCH_CACHE" not in joined
     rank_args = ["--job", str(run_dir / "job.json"), "--out", str(run_dir / "m.json"), "--progress"]

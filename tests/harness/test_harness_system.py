@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from harness import system
+from harness.hugepages import thp_facts
 from harness.interpreter import python_info
 from harness.system import capture_system, loaded_libraries, numa_topology, parse_cpulist, process_binding
 
@@ -99,6 +100,7 @@ def test_capture_system_keys_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     monkeypatch.setenv("TRAINBENCH_TEST_MARKER", "x")
     monkeypatch.setenv("UNRELATED_TEST_VARIABLE", "y")
+    monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", "1")
     d = capture_system()
     assert set(d) == {
         "host",
@@ -118,6 +120,8 @@ def test_capture_system_keys_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert d["env"]["OMP_NUM_THREADS"] == "3"
     assert d["env"]["TRAINBENCH_TEST_MARKER"] == "x"
     assert "UNRELATED_TEST_VARIABLE" not in d["env"]
+    assert d["env"]["THP_MEM_ALLOC_ENABLE"] == "1"  # torch's huge-page switch moves throughput by ~7%
+    assert d["memory"]["transparent_hugepages"] == thp_facts()
     assert d["binding"] == process_binding()
     assert d["cpu"]["logical_cores"] >= 1
     assert d["memory"]["total_bytes"] > 0

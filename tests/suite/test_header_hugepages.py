@@ -1,0 +1,32 @@
+"""The run header's line on transparent huge pages (suite.run.header.hugepages_text)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.hugepages import thp_facts
+from suite.run.header import header_lines, hugepages_text
+
+
+def _facts(tmp_path: Path, enabled: str, env: dict[str, str]) -> dict[str, object]:
+    root = tmp_path / enabled
+    root.mkdir()
+    (root / "enabled").write_text(" ".join(f"[{w}]" if w == enabled else w for w in ("always", "madvise", "never")))
+    (root / "defrag").write_text("[madvise]")
+    return dict(thp_facts(root, env))
+
+
+def test_madvise_without_torchs_switch_names_the_switch(tmp_path: Path) -> None:
+    text = hugepages_text(_facts(tmp_path, "madvise", {}))
+    assert text == "kernel policy madvise; torch's tensors in 4 KiB pages (THP_MEM_ALLOC_ENABLE=1 asks for huge pages)"
+
+
+def test_each_policy_in_words(tmp_path: Path) -> None:
+    on = {"THP_MEM_ALLOC_ENABLE": "1"}
+    assert hugepages_text(_facts(tmp_path, "always", {})) == "kernel policy always; torch's large tensors in huge pages"
+    assert hugepages_text(_facts(tmp_path, "never", on)) == "kernel policy never; torch's tensors in 4 KiB pages"
+    madvise = _facts(tmp_path, "madvise", on)
+    assert hugepages_text(madvise) == "kernel policy madvise; torch's large tensors in huge pages"
+    assert hugepages_text(None) == hugepages_text({"enabled": None}) == "not recorded"
+    lines = header_lines({"cpu_model": "m", "logical_cores": 2, "transparent_hugepages": madvise})
+    assert lines[-1] == "transparent huge pages: kernel policy madvise; torch's large tensors in huge pages"
