@@ -27,8 +27,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from suite.bench.container import ContainerSettings, measure_container
-from suite.bench.container import describe as describe_container
+from suite.bench.container import measure_container
+from suite.bench.container_result import ContainerSettings
+from suite.bench.container_result import describe as describe_container
 from suite.bench.overhead import OverheadSettings, measure_overhead
 from suite.bench.overhead import describe as describe_overhead
 from suite.bench.sessions import WorkerError

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from suite.bench.container import ContainerSettings
+from suite.bench.container_result import ContainerSettings
 from suite.bench.overhead import OverheadSettings
 from suite.commands.options import Runtime, runtime_options, runtime_wrapper
 from suite.console import console, stop_on_sigterm

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from suite.bench.container import ContainerResult, ContainerSettings, SidePair, describe
+from suite.bench.container_result import ContainerResult, ContainerSettings, SidePair, describe
 from suite.bench.environment import environment_differences
 from suite.bench.overhead import OverheadSettings, measure_overhead
 from suite.bench.ratios import median_interval, quad_ratios, summarize_ratios

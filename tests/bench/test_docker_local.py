@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from suite.bench.container import ContainerSettings, _config
+from suite.bench.container import _config
+from suite.bench.container_result import ContainerSettings
 from suite.bench.sessions import WorkerError, start_worker, worker_plan
 from suite.run.launch import LaunchPlan
 

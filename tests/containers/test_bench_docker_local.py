@@ -3,13 +3,15 @@ tiny session end to end. Its figures come from ``make bench``, not from tests.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from suite.bench.container import describe, measure_container
+from suite.bench.container import measure_container
+from suite.bench.container_result import describe
 from tests.bench.test_docker_local import TINY
 
 
@@ -17,7 +19,8 @@ from tests.bench.test_docker_local import TINY
 def test_a_tiny_docker_local_session_in_the_real_image(cpu_image: Any, tmp_path: Path) -> None:
     """One session of two one-step pairs, local and in trainbench-cpu: both orders, positive
     throughputs, one quad, an unbounded CI (too few quads), both workers gone afterwards. A second run
-    into the same output directory works beside the first (it crashed on the first's worker folders)."""
+    into the same output directory works beside the first (it crashed on the first's worker folders);
+    its second session really starts the container's worker first."""
     lines: list[str] = []
     result = measure_container(TINY, tmp_path, lines.append, lines.append)
     assert [p.docker_first for p in result.pairs] == [False, True]
@@ -30,10 +33,17 @@ def test_a_tiny_docker_local_session_in_the_real_image(cpu_image: Any, tmp_path:
     assert "cannot decide" in describe(result) and "per session" in describe(result)
     assert json.loads(json.dumps(result.to_dict()))["pairs"][1]["docker_first"] is True
     [first] = list(tmp_path.glob("*/session1-docker/system.json"))
-    again = measure_container(TINY, tmp_path, lines.append, lines.append)  # the same output directory again
-    assert len(again.pairs) == 2 and all(p.local > 0 and p.docker > 0 for p in again.pairs)
+    # the same output directory again, with two sessions: the second starts the container first
+    again = measure_container(dataclasses.replace(TINY, sessions=2), tmp_path, lines.append, lines.append)
+    assert len(again.pairs) == 4 and all(p.local > 0 and p.docker > 0 for p in again.pairs)
     runs = sorted(tmp_path.glob("*/session1-docker/system.json"))
     assert len(runs) == 2 and first in runs, "each run has its own directory; the first run's files are kept"
+    assert again.started_first == ["local", "docker"] and again.balanced
+    [run] = [r.parents[1] for r in runs if r != first]
+    started = {d.name: (d / "job.json").stat().st_mtime_ns for d in run.iterdir()}
+    order = sorted(started, key=started.__getitem__)
+    assert order == ["session1-local", "session1-docker", "session2-docker", "session2-local"]
+    assert again.summary is not None and again.summary.n == 1  # one order-balanced ratio: two sessions' quads
 
 
 def test_a_worker_that_fails_in_its_image_keeps_the_overhead_figures_and_exits_1(
