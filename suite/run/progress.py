@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from suite.config import RunConfig
-from suite.run.header import header_lines, isa_text, precision_text
+from suite.run.header import header_lines, hugepages_text, isa_text, precision_text
 from suite.run.summary import summary_table
 
 __all__ = ["LiveProgress", "summary_table"]
@@ -109,6 +109,8 @@ class LiveProgress:
             cap = (event.get("isa") or {}).get("torch_cpu_capability") or event.get("torch_cpu_capability")
             text = f"rank {event.get('rank', 0)} on {host}: torch {event.get('torch_version') or '?'}"
             text += f", matrix ISA {isa_text(event.get('isa'), cap)}"
+            if event.get("transparent_hugepages") is not None:
+                text += f"; transparent huge pages: {hugepages_text(event.get('transparent_hugepages'))}"
             self.say(f"[dim]{escape(text)}[/dim]")
         elif kind == "projection":
             self._projection(event)

@@ -16,7 +16,7 @@ from rich.table import Table
 from harness.stats import Summary
 from suite import labels
 from suite.results import Result
-from suite.run.header import isa_text, precision_text
+from suite.run.header import hugepages_text, isa_text, precision_text
 
 
 def _fmt(v: float | None, spec: str = ".2f", unit: str = "") -> str:
@@ -164,5 +164,8 @@ def summary_table(result: Result) -> Table:
     alloc = result.environment.get("loaded_libraries", {})
     loaded = [k for k in ("jemalloc", "tcmalloc") if alloc.get(k)]
     t.add_row("allocator", ", ".join(loaded) if loaded else "default (glibc)")
+    huge = (result.environment.get("memory") or {}).get("transparent_hugepages")
+    if huge is not None:
+        t.add_row("huge pages", escape(hugepages_text(huge)))
     t.add_row("torch threads", str((result.environment.get("torch") or {}).get("num_threads")))
     return t

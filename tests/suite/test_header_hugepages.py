@@ -30,3 +30,31 @@ def test_each_policy_in_words(tmp_path: Path) -> None:
     assert hugepages_text(None) == hugepages_text({"enabled": None}) == "not recorded"
     lines = header_lines({"cpu_model": "m", "logical_cores": 2, "transparent_hugepages": madvise})
     assert lines[-1] == "transparent huge pages: kernel policy madvise; torch's large tensors in huge pages"
+
+
+def test_the_result_table_and_the_ranks_line_say_it(tmp_path: Path) -> None:
+    """A result that recorded the facts shows a "huge pages" row; the rank's environment line
+    in the live output carries the same words; a result from before has no row."""
+    import io
+
+    from rich.console import Console
+
+    from suite.run.progress import LiveProgress
+    from suite.run.summary import summary_table
+    from suite.specs import resolve
+    from tests.compare import synth
+
+    facts = _facts(tmp_path, "madvise", {})
+    steps = [synth.jittered(0.5, 4, 1)]
+    out = io.StringIO()
+    console = Console(file=out, width=300, color_system=None)
+    console.print(summary_table(synth.result(steps, environment={"memory": {"transparent_hugepages": facts}})))
+    assert "huge pages" in out.getvalue() and "kernel policy madvise; torch's tensors in 4 KiB pages" in out.getvalue()
+    out.truncate(0)
+    console.print(summary_table(synth.result(steps)))
+    assert "huge pages" not in out.getvalue()
+    out.truncate(0)
+    LiveProgress(resolve("resnet50-cpu"), console).on_event(
+        "environment", {"rank": 0, "hostname": "h", "transparent_hugepages": facts}
+    )
+    assert "rank 0 on h:" in out.getvalue() and "transparent huge pages: kernel policy madvise" in out.getvalue()
