@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
 
+from harness.hugepages import thp_facts
 from harness.precision import choose_precision
 from harness.system import read_isa
 from suite import labels
@@ -28,7 +29,9 @@ def planned_header(config: RunConfig, environ: Mapping[str, str]) -> dict[str, A
     Keys: ``cpu_model``, ``logical_cores``, ``cpus_allowed`` (this process's affinity),
     ``isa`` (:meth:`harness.isa.IsaInfo.to_dict` under ``environ``'s caps), ``torch_version``
     (the installed distribution; not imported), ``precision`` (the planned
-    :class:`harness.precision.PrecisionChoice` dict for a CPU workload, else None).
+    :class:`harness.precision.PrecisionChoice` dict for a CPU workload, else None),
+    ``transparent_hugepages`` (:func:`harness.hugepages.thp_facts` under ``environ``: the
+    rank inherits that environment, and a container shares the host's kernel).
     """
     isa = read_isa(env=environ)
     choice = None
@@ -47,6 +50,7 @@ def planned_header(config: RunConfig, environ: Mapping[str, str]) -> dict[str, A
         "isa": isa.to_dict(),
         "torch_version": torch,
         "precision": choice,
+        "transparent_hugepages": thp_facts(env=environ),
     }
 
 

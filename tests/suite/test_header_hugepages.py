@@ -58,3 +58,20 @@ def test_the_result_table_and_the_ranks_line_say_it(tmp_path: Path) -> None:
         "environment", {"rank": 0, "hostname": "h", "transparent_hugepages": facts}
     )
     assert "rank 0 on h:" in out.getvalue() and "transparent huge pages: kernel policy madvise" in out.getvalue()
+
+
+def test_the_plan_header_reads_the_environment_the_rank_will_inherit() -> None:
+    """``make run`` prints the facts before the rank starts, from the caller's environment."""
+    from suite.run.header import planned_header
+    from suite.specs import resolve
+
+    on = planned_header(resolve("resnet50-cpu"), {"THP_MEM_ALLOC_ENABLE": "1"})["transparent_hugepages"]
+    assert on == thp_facts(env={"THP_MEM_ALLOC_ENABLE": "1"})
+    off = planned_header(resolve("resnet50-cpu"), {})
+    assert off["transparent_hugepages"] == thp_facts(env={})
+    assert [line.split(":")[0] for line in header_lines(off)] == [
+        "CPU",
+        "matrix ISA",
+        "transparent huge pages",
+        "precision",
+    ]
