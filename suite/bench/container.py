@@ -10,13 +10,14 @@ other), then the session alternates blocks of ``block_steps`` measured steps (ea
 warm-up step, through :func:`harness.loop.run_plan`), local and docker, the order alternating
 from pair to pair; only one side computes at a time, the other waits on its standard input.
 Two consecutive pairs form an ABBA quad (:func:`suite.bench.ratios.quad_ratios`).
-docker/local is the median of all sessions' quad ratios with its distribution-free 95% CI
-(:mod:`suite.bench.ratios`). Several sessions, each with fresh processes, keep one process's
-luck (its memory layout, its start-up) from deciding the figure. The worker started second
-runs faster (by 2.7% on a Xeon, measured with two local workers), so sessions alternate which
-side starts first, and the goal holds only when the start order is balanced and the pooled CI
-lies within [0.98, 1.02]; each session's median is reported with its start order, and the
-order effect beside the figure (:mod:`suite.bench.container_result`). The first session's
+Several sessions, each with fresh processes, keep one process's luck (its memory layout, its
+start-up) from deciding the figure. The worker started second runs faster (by 2.7% on a Xeon,
+measured with two local workers), so sessions alternate which side starts first, and
+docker/local is the median of order-balanced ratios, each the geometric mean of a quad of a
+local-first session and one of a docker-first session, with its distribution-free 95% CI
+(:func:`suite.bench.container_result.summarize_sessions`, :mod:`suite.bench.ratios`). The goal
+holds only when the start order is balanced and that CI lies within [0.98, 1.02]; each
+session's median is reported with its start order, and the order effect beside the figure. The first session's
 system descriptions, as the workers captured them, are compared field by field
 (:func:`suite.bench.environment.environment_differences`), so a gap can be traced to what the
 two sides really ran with: threads, allocator and OpenMP libraries, performance variables,

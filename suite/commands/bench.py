@@ -24,7 +24,9 @@ from suite.specs import resolve
 @click.option("--block-steps", type=click.IntRange(1, 10_000), default=OverheadSettings.block_steps, show_default=True,
               help="Overhead and docker/local: measured steps per block.")  # fmt: skip
 @click.option("--docker-sessions", type=click.IntRange(1, 100), default=ContainerSettings.sessions,
-              show_default=True, help="Docker/local: sessions, each with new local and container workers.")  # fmt: skip
+              show_default=True,
+              help="Docker/local: sessions, each with new local and container workers; they alternate "
+                   "which starts first, and the verdict needs an even number.")  # fmt: skip
 @click.option("--docker-pairs", type=click.IntRange(2, 1_000), default=ContainerSettings.pairs, show_default=True,
               help="Docker/local: pairs of blocks per session (two make a quad; about 8 s each at the "
                    "defaults on a 2-vCPU CPU, plus about a minute per session to start and warm up).")  # fmt: skip
