@@ -155,8 +155,7 @@ def measure_container(
             loops[side].append(seconds)
         pairs += got
     sessions, summary = summarize_sessions(pairs, settings.sessions)
-    started = [first_started(i) for i in range(settings.sessions)]
-    return ContainerResult(settings, pairs, summary, sessions, differences, loops, started)
+    return ContainerResult(settings, pairs, summary, sessions, differences, loops)
 
 
 def _own_cores(answer: dict[str, Any]) -> float | None:

@@ -114,9 +114,9 @@ class OrderEffect:
 class ContainerResult:
     """The pairs, the ratio summaries (``summary``: the order-balanced ratios of
     :func:`summarize_sessions`, the one the goal is judged on; ``sessions``: each session's
-    quads), which side each session started first, the first session's environment differences,
-    and each side's pure-Python loop time per session (``python_loop_s["local"|"docker"]``,
-    seconds)."""
+    quads), the first session's environment differences, and each side's pure-Python loop time
+    per session (``python_loop_s["local"|"docker"]``, seconds). Which side each session started
+    first follows from the session count (:attr:`started_first`)."""
 
     settings: ContainerSettings
     pairs: list[SidePair]
@@ -124,7 +124,11 @@ class ContainerResult:
     sessions: list[RatioSummary] = field(default_factory=list)
     differences: list[tuple[str, Any, Any]] = field(default_factory=list)
     python_loop_s: dict[str, list[float]] = field(default_factory=dict)
-    started_first: list[str] = field(default_factory=list)
+
+    @property
+    def started_first(self) -> list[str]:
+        """The side each session started first (:func:`first_started`)."""
+        return [first_started(index) for index in range(self.settings.sessions)]
 
     @property
     def balanced(self) -> bool:
@@ -135,9 +139,8 @@ class ContainerResult:
     def order_effect(self) -> OrderEffect | None:
         """docker/local split by start order (:class:`OrderEffect`); None unless both orders ran."""
         quads: dict[str, list[float]] = {side: [] for side in SIDES}
-        for index, first in enumerate(self.started_first):
-            mine = [p for p in self.pairs if p.session == index]
-            quads[first] += quad_ratios([p.docker for p in mine], [p.local for p in mine])
+        for first, mine in zip(self.started_first, session_quads(self.pairs, self.settings.sessions), strict=True):
+            quads[first] += mine
         if not all(quads.values()):
             return None
         lf, df = (statistics.median(quads[side]) for side in SIDES)
@@ -167,6 +170,14 @@ class ContainerResult:
         }
 
 
+def session_quads(pairs: list[SidePair], sessions: int) -> list[list[float]]:
+    """Each session's ABBA quad ratios (:func:`suite.bench.ratios.quad_ratios`), in session order."""
+    return [
+        quad_ratios([p.docker for p in pairs if p.session == s], [p.local for p in pairs if p.session == s])
+        for s in range(sessions)
+    ]
+
+
 def summarize_sessions(pairs: list[SidePair], sessions: int) -> tuple[list[RatioSummary], RatioSummary | None]:
     """Each session's quad ratios summarized, and the figure the goal is judged on (None without
     a quad).
@@ -178,10 +189,7 @@ def summarize_sessions(pairs: list[SidePair], sessions: int) -> tuple[list[Ratio
     the order-statistic interval needs. With a single session there is nothing to balance: the
     figure is then that session's quads (and :attr:`ContainerResult.balanced` is False).
     """
-    per_quads = [
-        quad_ratios([p.docker for p in pairs if p.session == s], [p.local for p in pairs if p.session == s])
-        for s in range(sessions)
-    ]
+    per_quads = session_quads(pairs, sessions)
     per = [summarize_ratios(q, unit="ABBA quads' ratios") for q in per_quads if q]
     balanced = [
         math.sqrt(a * b)
@@ -203,10 +211,11 @@ def _cores(values: list[float | None]) -> str:
 
 def _order_lines(result: ContainerResult) -> list[str]:
     """The per-session medians with their start order, and the order effect or why it is missing."""
-    firsts = result.started_first or ["?"] * len(result.sessions)
     lines = [
         "  per session (the side started first): "
-        + ", ".join(f"{x.median:.4f} ({first})" for x, first in zip(result.sessions, firsts, strict=False))
+        + ", ".join(
+            f"{x.median:.4f} ({first})" for x, first in zip(result.sessions, result.started_first, strict=False)
+        )
     ]
     effect = result.order_effect()
     if effect is not None:

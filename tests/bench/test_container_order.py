@@ -32,7 +32,6 @@ def _result(docker_local: float, second: float, sessions: int, pairs: int = 12) 
         got,
         pooled,
         per,
-        started_first=[first_started(s) for s in range(sessions)],
     )
 
 
