@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -109,12 +108,37 @@ def loaded_libraries() -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in found.items()}
 
 
+def _py_cpuinfo() -> dict[str, Any]:
+    """py-cpuinfo's description of the CPU, from the sources it reads before CPUID.
+
+    ``cpuinfo.get_cpu_info()`` (py-cpuinfo 9.0.0, ``cpuinfo.py``) starts a Python that runs its
+    sources in order and, last, the CPUID instruction in a third process, which times the clock
+    for 1 s while its parent polls it with ``join(0)`` in a loop: 1.0-1.7 CPU-s per rank on the
+    2-vCPU Xeon (interleaved tiny runs: 10.6 user-s with it, 9.6 without). A lone rank hid it on
+    the idle vCPU (wall 10.7 s either way); a rank bound to one CPU, as numa-ddp binds them, shares
+    its CPU with it (two bound ranks: 15.8 s with it, 15.0 s without, medians of 3 pairs). CPUID
+    only fills the fields the earlier sources left empty, and on Linux ``/proc/cpuinfo`` and
+    ``lscpu`` give every field recorded here; what it added were its own spellings of flags the
+    kernel already lists (``avx512vnni`` beside ``avx512_vnni``). So the same sources run here,
+    in this process (about 50 ms), with CPUID switched off through py-cpuinfo's own
+    ``DataSource.can_cpuid``. If a py-cpuinfo without those names is installed, the public
+    ``get_cpu_info()`` runs instead.
+    """
+    import cpuinfo
+
+    module = getattr(cpuinfo, "cpuinfo", None)
+    source = getattr(module, "DataSource", None)
+    internal = getattr(module, "_get_cpu_info_internal", None)
+    if source is None or not hasattr(source, "can_cpuid") or not callable(internal):
+        return dict(cpuinfo.get_cpu_info())
+    source.can_cpuid = False
+    return dict(internal())
+
+
 def _cpu() -> dict[str, Any]:
     info: dict[str, Any] = {}
     try:
-        import cpuinfo
-
-        raw = cpuinfo.get_cpu_info()
+        raw = _py_cpuinfo()
         info = {
             "model": raw.get("brand_raw"),
             "vendor": raw.get("vendor_id_raw"),
@@ -123,7 +147,7 @@ def _cpu() -> dict[str, Any]:
             "l2_cache_bytes": raw.get("l2_cache_size"),
             "l3_cache_bytes": raw.get("l3_cache_size"),
         }
-    except Exception as exc:  # py-cpuinfo shells out; record why it failed instead of failing the run
+    except Exception as exc:  # py-cpuinfo shells out (lscpu); record why it failed instead of failing the run
         info = {"model": platform.processor() or None, "error": f"py-cpuinfo failed: {exc}"}
     freq = psutil.cpu_freq()
     info.update(
@@ -132,22 +156,6 @@ def _cpu() -> dict[str, Any]:
         max_mhz=freq.max if freq and freq.max > 0 else None,  # 0.0 where a VM hides it
     )
     return info
-
-
-_PREFETCH: list[Future[dict[str, Any]]] = []
-
-
-def prefetch_cpu() -> None:
-    """Start describing the CPU (py-cpuinfo) in a background thread; :func:`capture_system` takes the result.
-
-    py-cpuinfo runs in a process of its own and times the clock for 1 s (about 1.3 s of wall time
-    and 1.1 s of CPU on a Zen 4 vCPU), so a rank starts it before importing and building its
-    workload, which then overlap it. A call while a description is pending does nothing.
-    """
-    if not _PREFETCH:
-        pool = ThreadPoolExecutor(1, thread_name_prefix="cpuinfo")
-        _PREFETCH.append(pool.submit(_cpu))
-        pool.shutdown(wait=False)
 
 
 def _container() -> dict[str, Any]:
@@ -261,8 +269,8 @@ def capture_system(*, probe_onednn: bool = False) -> dict[str, Any]:
     available bytes, the kernel's transparent-huge-page policy:
     :func:`harness.hugepages.thp_facts`), gpus, python
     (:func:`harness.interpreter.python_info`: version and build), libraries, torch (when
-    imported), env (performance-relevant variables), loaded_libraries, container. Slow
-    parts (py-cpuinfo) take about a second; call it outside the measured windows.
+    imported), env (performance-relevant variables), loaded_libraries, container. It runs
+    ``lscpu`` and reads /proc and sysfs (about 40 ms); call it outside the measured windows.
 
     Args:
         probe_onednn: also ask oneDNN for its ISA (``isa.onednn_isa``); starts a Python
@@ -279,7 +287,7 @@ def capture_system(*, probe_onednn: bool = False) -> dict[str, Any]:
             "os": platform.platform(),
             "kernel": platform.release(),
         },
-        "cpu": _PREFETCH.pop().result() if _PREFETCH else _cpu(),
+        "cpu": _cpu(),
         "isa": read_isa(probe_onednn=probe_onednn).to_dict(),
         "numa_nodes": numa_topology(),
         "binding": process_binding(),

@@ -49,7 +49,7 @@ from pydantic import ValidationError
 from harness.loop import Measurement, run_plan
 from harness.precision import PrecisionChoice
 from harness.sampler import UtilizationSampler
-from harness.system import capture_system, parse_cpulist, prefetch_cpu
+from harness.system import capture_system, parse_cpulist
 from harness.windows import WindowError, plan_from_mapping
 from workloads import registry
 from workloads.checks import WorkloadRefused
@@ -216,7 +216,6 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     workload: Any = None
     try:
-        prefetch_cpu()  # py-cpuinfo's second of clock timing overlaps the workload's imports and build
         workload = entry.factory(params)
         describe = getattr(workload, "describe", None)
         out.workload_info = describe() if callable(describe) else {}

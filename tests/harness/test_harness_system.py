@@ -12,7 +12,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import system
 from harness.hugepages import thp_facts
 from harness.interpreter import python_info
 from harness.system import capture_system, loaded_libraries, numa_topology, parse_cpulist, process_binding
@@ -161,16 +160,18 @@ def test_loaded_libraries_sees_preloaded_jemalloc() -> None:
     assert without["jemalloc"] == []
 
 
-def test_a_prefetched_cpu_description_is_the_one_captured_and_is_used_once() -> None:
-    """A rank starts py-cpuinfo before building its workload (prefetch_cpu); capture_system then takes
-    that description (py-cpuinfo's real output, in a background thread), and a later capture reads a fresh one."""
-    system.prefetch_cpu()
-    system.prefetch_cpu()  # a second call while one is pending starts nothing
-    assert len(system._PREFETCH) == 1
-    pending = system._PREFETCH[0]
-    first = capture_system()["cpu"]
-    assert pending.done() and system._PREFETCH == []
-    assert first == pending.result()
-    assert "error" not in first and first["flags"] and first["logical_cores"] == psutil.cpu_count(logical=True)
-    again = capture_system()["cpu"]
-    assert again["model"] == first["model"] and again["flags"] == first["flags"]
+def test_the_cpu_description_is_py_cpuinfo_without_its_cpuid_source() -> None:
+    """The record's CPU comes from py-cpuinfo's own sources (``/proc/cpuinfo``, ``lscpu``) in this
+    process: the model and flags are the kernel's, with none of the spellings only CPUID adds, and no
+    process is left behind (CPUID would time the clock in a child for a second)."""
+    from harness.isa import parse_cpuinfo
+
+    children_before = {p.pid for p in psutil.Process().children(recursive=True)}
+    cpu = capture_system()["cpu"]
+    assert "error" not in cpu and cpu["logical_cores"] == psutil.cpu_count(logical=True)
+    text = Path("/proc/cpuinfo").read_text()
+    model, flags = parse_cpuinfo(text)
+    assert set(cpu["flags"]) == flags, set(cpu["flags"]) ^ flags
+    if "model name" in text:  # x86; aarch64 kernels print no model name, and lscpu names the part
+        assert cpu["model"] == model
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= children_before
