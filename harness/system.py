@@ -111,18 +111,16 @@ def loaded_libraries() -> dict[str, list[str]]:
 def _py_cpuinfo() -> dict[str, Any]:
     """py-cpuinfo's description of the CPU, from the sources it reads before CPUID.
 
-    ``cpuinfo.get_cpu_info()`` (py-cpuinfo 9.0.0, ``cpuinfo.py``) starts a Python that runs its
-    sources in order and, last, the CPUID instruction in a third process, which times the clock
-    for 1 s while its parent polls it with ``join(0)`` in a loop: 1.0-1.7 CPU-s per rank on the
-    2-vCPU Xeon (interleaved tiny runs: 10.6 user-s with it, 9.6 without). A lone rank hid it on
-    the idle vCPU (wall 10.7 s either way); a rank bound to one CPU, as numa-ddp binds them, shares
-    its CPU with it (two bound ranks: 15.8 s with it, 15.0 s without, medians of 3 pairs). CPUID
-    only fills the fields the earlier sources left empty, and on Linux ``/proc/cpuinfo`` and
-    ``lscpu`` give every field recorded here; what it added were its own spellings of flags the
-    kernel already lists (``avx512vnni`` beside ``avx512_vnni``). So the same sources run here,
-    in this process (about 50 ms), with CPUID switched off through py-cpuinfo's own
-    ``DataSource.can_cpuid``. If a py-cpuinfo without those names is installed, the public
-    ``get_cpu_info()`` runs instead.
+    ``cpuinfo.get_cpu_info()`` (py-cpuinfo 9.0.0) starts a Python that runs its sources in order
+    and, last, CPUID in a third process, which times the clock for 1 s while its parent polls it
+    with ``join(0)`` in a loop: 1.0-1.7 CPU-s per rank on the 2-vCPU Xeon. A lone rank hid it on
+    the idle vCPU (tiny runs: 10.7 s of wall either way, 10.6 user-s with it, 9.6 without); ranks
+    bound to one CPU each, as numa-ddp binds them, share their CPU with it (15.8 s with it, 15.0 s
+    without, medians of 3 interleaved pairs). CPUID only fills fields the earlier sources left
+    empty; on Linux ``/proc/cpuinfo`` and ``lscpu`` give every field recorded here, and CPUID
+    added only its own spellings of flags the kernel lists (``avx512vnni``). So the same sources
+    run here, in this process (about 40 ms), with CPUID off through py-cpuinfo's
+    ``DataSource.can_cpuid``; without those names, the public ``get_cpu_info()`` runs instead.
     """
     import cpuinfo
 
