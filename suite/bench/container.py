@@ -17,8 +17,8 @@ docker/local is the median of order-balanced ratios, each the geometric mean of 
 local-first session and one of a docker-first session, with its distribution-free 95% CI
 (:func:`suite.bench.container_result.summarize_sessions`, :mod:`suite.bench.ratios`). The goal
 holds only when the start order is balanced and that CI lies within [0.98, 1.02]; each
-session's median is reported with its start order, and the order effect beside the figure. The first session's
-system descriptions, as the workers captured them, are compared field by field
+session's median is reported with its start order, and the order effect beside the figure.
+The first session's system descriptions, as the workers captured them, are compared field by field
 (:func:`suite.bench.environment.environment_differences`), so a gap can be traced to what the
 two sides really ran with: threads, allocator and OpenMP libraries, performance variables,
 binding, torch build, Python build, huge pages. Each block's own CPU time says

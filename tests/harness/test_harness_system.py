@@ -8,12 +8,14 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from harness.hugepages import thp_facts
 from harness.interpreter import python_info
+from harness.isa import parse_cpuinfo
 from harness.system import capture_system, loaded_libraries, numa_topology, parse_cpulist, process_binding
 
 REPO = Path(__file__).resolve().parents[2]
@@ -160,18 +162,23 @@ def test_loaded_libraries_sees_preloaded_jemalloc() -> None:
     assert without["jemalloc"] == []
 
 
-def test_the_cpu_description_is_py_cpuinfo_without_its_cpuid_source() -> None:
+def test_the_cpu_description_is_py_cpuinfo_without_its_cpuid_source(monkeypatch: pytest.MonkeyPatch) -> None:
     """The record's CPU comes from py-cpuinfo's own sources (``/proc/cpuinfo``, ``lscpu``) in this
     process: the model and flags are the kernel's, with none of the spellings only CPUID adds, and no
-    process is left behind (CPUID would time the clock in a child for a second)."""
-    from harness.isa import parse_cpuinfo
+    Python is started (``get_cpu_info()`` starts one, whose CPUID child times the clock for a second)."""
+    started: list[str] = []
+    real_popen = subprocess.Popen
 
-    children_before = {p.pid for p in psutil.Process().children(recursive=True)}
+    def recording_popen(args: Any, *rest: Any, **kwargs: Any) -> Any:
+        started.append(str(args[0] if isinstance(args, list | tuple) else args))
+        return real_popen(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", recording_popen)
     cpu = capture_system()["cpu"]
     assert "error" not in cpu and cpu["logical_cores"] == psutil.cpu_count(logical=True)
+    assert sys.executable not in started and not [c for c in started if Path(c).name.startswith("python")], started
     text = Path("/proc/cpuinfo").read_text()
     model, flags = parse_cpuinfo(text)
     assert set(cpu["flags"]) == flags, set(cpu["flags"]) ^ flags
     if "model name" in text:  # x86; aarch64 kernels print no model name, and lscpu names the part
         assert cpu["model"] == model
-    assert {p.pid for p in psutil.Process().children(recursive=True)} <= children_before
