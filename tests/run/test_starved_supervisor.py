@@ -32,6 +32,14 @@ def test_the_longest_gap_between_beats_is_recorded(tmp_path: Path) -> None:
     assert 0.3 <= hb.longest_gap_s < 5.0
 
 
+def test_the_gap_since_the_last_beat_counts_when_the_heartbeat_stops(tmp_path: Path) -> None:
+    """A supervisor asked to stop before its thread beats again still reports the gap it is in."""
+    hb = Heartbeat(tmp_path / "heartbeat", interval_s=30.0).start()
+    time.sleep(0.5)
+    hb.stop()
+    assert 0.5 <= hb.longest_gap_s < 30.0
+
+
 def test_a_live_supervisor_starved_past_the_timeout_is_told_with_its_gap_and_the_fix(tmp_path: Path) -> None:
     hb = Heartbeat(tmp_path / "heartbeat")
     hb.longest_gap_s = 4.6
