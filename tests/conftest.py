@@ -46,6 +46,39 @@ def trainbench(
     return subprocess.run([str(exe), *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.fixture(scope="session")
+def empty_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An MLflow SQLite store with every migration of the installed MLflow applied and nothing logged.
+
+    Made once per test session, by MLflow itself (its client creates the tables and the Default
+    experiment on first use, as on a user's first run).
+    """
+    from mlflow.tracking import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "empty.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
+    return path
+
+
+def copy_empty_store(template: Path, path: Path) -> str:
+    """Copy the session's empty store (:func:`empty_store_template`) to ``path``; return its ``sqlite:///`` URI.
+
+    A new store costs MLflow's Alembic migrations, 0.9-1.6 s on a 2-vCPU Xeon and about twice that with
+    half the CPU (the emulated AVX2 class); an existing one opens in milliseconds. Tests that are not about
+    a store's creation start from this copy. First use is still tested where it happens to a user:
+    ``tests/suite/test_cli_run.py`` (a first run creates ``--tracking-uri``'s store), ``tests/tracking``
+    (the default ``mlflow.db``), ``tests/faults/test_security_defaults.py`` (``make ui`` on a new store).
+    """
+    shutil.copyfile(template, path)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture
+def store_uri(tmp_path: Path, empty_store_template: Path) -> str:
+    """``sqlite:///`` URI of ``tmp_path / "store.db"``, a copy of the session's empty, migrated store."""
+    return copy_empty_store(empty_store_template, tmp_path / "store.db")
+
+
 @pytest.fixture
 def jpeg_folder(tmp_path: Path) -> Path:
     """An ImageFolder tree of real JPEG files: 3 classes x 4 images of 80x60 pixels."""

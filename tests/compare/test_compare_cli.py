@@ -109,14 +109,13 @@ def test_the_table_adapts_to_the_terminal_width(tmp_path: Path) -> None:
     assert len(narrow.stdout.splitlines()) > len(wide.stdout.splitlines())  # narrower wraps more, never cuts
 
 
-def test_mlflow_run_ids_are_fetched_and_read_like_files(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
+def test_mlflow_run_ids_are_fetched_and_read_like_files(tmp_path: Path, store_uri: str) -> None:
     a_res = synth.result([synth.jittered(0.5, 6, s) for s in range(3)])
     a_path = write_result(a_res, tmp_path / "a" / "result.json")
-    rid = log_result(a_res, a_path, [], uri)
+    rid = log_result(a_res, a_path, [], store_uri)
     _, b = _pair(tmp_path, 0.5, 0.5)
-    proc = compare(rid, str(b), "--tracking-uri", uri, "--json", str(tmp_path / "c.json"))
+    proc = compare(rid, str(b), "--tracking-uri", store_uri, "--json", str(tmp_path / "c.json"))
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "c.json").read_text())["a"]["sources"] == [f"mlflow:{rid}"]
-    missing = compare("0" * 32, str(b), "--tracking-uri", uri)
+    missing = compare("0" * 32, str(b), "--tracking-uri", store_uri)
     assert missing.returncode == 3 and "could not return run" in missing.stderr and "Traceback" not in missing.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -68,13 +69,18 @@ class MlflowServer:
     with them, each start cost about 50 CPU-seconds that would disturb the runs under test.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, store: Path | None = None) -> None:
+        """``root``: an existing directory for its store (``server.db``) and artifacts; ``store``: an empty,
+        migrated store to start from (``tests.conftest.empty_store_template``), else the server creates it."""
         self.root = root
+        self.store = store
         self.port = free_port()
         self.uri = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 120) -> None:
+        if self.store is not None and not (self.root / "server.db").exists():
+            shutil.copyfile(self.store, self.root / "server.db")
         mlflow = str(Path(sys.executable).parent / "mlflow")
         self.proc = subprocess.Popen(
             [

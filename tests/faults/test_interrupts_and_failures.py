@@ -32,9 +32,10 @@ def _mlflow_status(uri: str) -> str:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_stops_the_run_within_seconds_and_keeps_the_steps(tmp_path: Path, sig: signal.Signals) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    run = start_run(tmp_path, "--set", "measure_seconds=600", tracking=["--tracking-uri", uri])
+def test_signal_stops_the_run_within_seconds_and_keeps_the_steps(
+    tmp_path: Path, store_uri: str, sig: signal.Signals
+) -> None:
+    run = start_run(tmp_path, "--set", "measure_seconds=600", tracking=["--tracking-uri", store_uri])
     wait_for_measurement(tmp_path)
     t0 = time.monotonic()
     run.send_signal(sig)
@@ -43,11 +44,10 @@ def test_signal_stops_the_run_within_seconds_and_keeps_the_steps(tmp_path: Path,
     assert run.returncode == 130, stderr
     assert "interrupted" in stderr
     assert len(read_result(_kept(tmp_path)).steps) >= 2
-    assert _mlflow_status(uri) == "KILLED"
+    assert _mlflow_status(store_uri) == "KILLED"
 
 
-def test_nan_loss_fails_the_run(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
+def test_nan_loss_fails_the_run(tmp_path: Path, store_uri: str) -> None:
     proc = trainbench(
         "run",
         "resnet50-cpu",
@@ -65,17 +65,17 @@ def test_nan_loss_fails_the_run(tmp_path: Path) -> None:
         "--output-dir",
         str(tmp_path / "o"),
         "--tracking-uri",
-        uri,
+        store_uri,
         cwd=tmp_path,
     )
     assert proc.returncode == 1, proc.stderr
     assert "NonFiniteLossError" in proc.stderr and "the run is invalid" in proc.stderr
     assert "result-incomplete.json" in proc.stderr
     _kept(tmp_path)
-    assert _mlflow_status(uri) == "FAILED"
+    assert _mlflow_status(store_uri) == "FAILED"
 
 
-def test_out_of_memory_fails_clearly(tmp_path: Path) -> None:
+def test_out_of_memory_fails_clearly(tmp_path: Path, store_uri: str) -> None:
     proc = trainbench(
         "run",
         "resnet50-cpu",
@@ -89,19 +89,18 @@ def test_out_of_memory_fails_clearly(tmp_path: Path) -> None:
         "--output-dir",
         str(tmp_path / "o"),
         "--tracking-uri",
-        f"sqlite:///{tmp_path / 'store.db'}",
+        store_uri,
         cwd=tmp_path,
     )
     assert proc.returncode == 1, proc.stderr
     assert "out of memory" in proc.stderr and "Lower batch_size" in proc.stderr
     _kept(tmp_path)
-    assert _mlflow_status(f"sqlite:///{tmp_path / 'store.db'}") == "FAILED"
+    assert _mlflow_status(store_uri) == "FAILED"
 
 
-def test_dataloader_worker_crash_fails_the_run(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
+def test_dataloader_worker_crash_fails_the_run(tmp_path: Path, store_uri: str) -> None:
     run = start_run(
-        tmp_path, "--set", "num_workers=1", "--set", "measure_seconds=600", tracking=["--tracking-uri", uri]
+        tmp_path, "--set", "num_workers=1", "--set", "measure_seconds=600", tracking=["--tracking-uri", store_uri]
     )
     wait_for_measurement(tmp_path)
     # the rank's children: its DataLoader worker and the utilization sampler (python -m harness.procstat)
@@ -112,12 +111,11 @@ def test_dataloader_worker_crash_fails_the_run(tmp_path: Path) -> None:
     assert run.returncode == 1, stderr
     assert "DataLoader worker" in stderr
     assert len(read_result(_kept(tmp_path)).steps) >= 2
-    assert _mlflow_status(uri) == "FAILED"
+    assert _mlflow_status(store_uri) == "FAILED"
 
 
-def test_dead_rank_is_reported_and_its_steps_rebuilt_from_the_log(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    run = start_run(tmp_path, "--set", "measure_seconds=600", tracking=["--tracking-uri", uri])
+def test_dead_rank_is_reported_and_its_steps_rebuilt_from_the_log(tmp_path: Path, store_uri: str) -> None:
+    run = start_run(tmp_path, "--set", "measure_seconds=600", tracking=["--tracking-uri", store_uri])
     wait_for_measurement(tmp_path)
     rank_process(run).kill()
     _, stderr = run.communicate(timeout=60)
@@ -125,13 +123,12 @@ def test_dead_rank_is_reported_and_its_steps_rebuilt_from_the_log(tmp_path: Path
     assert "killed by SIGKILL" in stderr and "out-of-memory killer" in stderr
     result = read_result(_kept(tmp_path))
     assert len(result.steps) >= 2 and result.environment["cpu"]["logical_cores"] >= 1
-    assert _mlflow_status(uri) == "FAILED"
+    assert _mlflow_status(store_uri) == "FAILED"
 
 
-def test_hung_rank_is_killed_after_the_stall_timeout(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
+def test_hung_rank_is_killed_after_the_stall_timeout(tmp_path: Path, store_uri: str) -> None:
     run = start_run(
-        tmp_path, "--set", "measure_seconds=600", "--set", "stall_timeout_s=4", tracking=["--tracking-uri", uri]
+        tmp_path, "--set", "measure_seconds=600", "--set", "stall_timeout_s=4", tracking=["--tracking-uri", store_uri]
     )
     wait_for_measurement(tmp_path)
     rank = rank_process(run)
@@ -143,4 +140,4 @@ def test_hung_rank_is_killed_after_the_stall_timeout(tmp_path: Path) -> None:
     assert "killed as hung" in stderr
     assert not psutil.pid_exists(rank.pid) or rank.status() == psutil.STATUS_ZOMBIE
     assert len(read_result(_kept(tmp_path)).steps) >= 1
-    assert _mlflow_status(uri) == "FAILED"
+    assert _mlflow_status(store_uri) == "FAILED"

@@ -29,10 +29,10 @@ def _runs(uri: str) -> list[str]:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[MlflowServer]:
+def server(tmp_path: Path, empty_store_template: Path) -> Iterator[MlflowServer]:
     root = tmp_path / "server"
     root.mkdir()
-    s = MlflowServer(root)
+    s = MlflowServer(root, store=empty_store_template)
     yield s
     s.stop()
 
@@ -86,20 +86,19 @@ def test_server_dies_mid_run(tmp_path: Path, server: MlflowServer) -> None:
     assert len(_runs(server.uri)) == 1
 
 
-def test_logging_is_idempotent_and_replaces_a_broken_off_run(tmp_path: Path) -> None:
+def test_logging_is_idempotent_and_replaces_a_broken_off_run(tmp_path: Path, store_uri: str) -> None:
     proc = trainbench(
         "run", "resnet50-cpu", *TINY_RUN, "--output-dir", str(tmp_path / "o"), "--no-tracking", cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr
     [path] = list((tmp_path / "o").rglob("result.json"))
     result = read_result(path)
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    client = MlflowClient(tracking_uri=uri)
+    client = MlflowClient(tracking_uri=store_uri)
     exp = client.create_experiment("resnet50-cpu")
     broken = client.create_run(exp, tags={"trainbench.result_id": result.run_id}).info.run_id  # broke off
-    first = log_result(result, path, [], uri)
-    assert log_result(result, path, [], uri) == first
-    assert _runs(uri) == [first]
+    first = log_result(result, path, [], store_uri)
+    assert log_result(result, path, [], store_uri) == first
+    assert _runs(store_uri) == [first]
     assert client.get_run(broken).info.lifecycle_stage == "deleted"
 
 

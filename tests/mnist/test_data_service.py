@@ -15,16 +15,15 @@ from tests.mnist.test_runs import TINY
 
 
 @pytest.mark.slow
-def test_training_reads_batches_preprocessed_by_two_pinned_workers(tmp_path: Path) -> None:
+def test_training_reads_batches_preprocessed_by_two_pinned_workers(tmp_path: Path, store_uri: str) -> None:
     cpus = sorted(os.sched_getaffinity(0))
     pins = [str(cpus[0]), str(cpus[-1])]
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
     with LocalService(pins, tmp_path / "service") as service:
         assert [c for _, c in service.workers] == [[int(p)] for p in pins]
         proc = trainbench(
             "run", "mnist-dataheavy", *TINY, "--set", "input_pipeline=tfdata-service",
             "--set", f"data_service={service.address}", "--set", "preprocess_repeats=2",
-            "--output-dir", str(tmp_path / "out"), "--tracking-uri", uri, cwd=tmp_path,
+            "--output-dir", str(tmp_path / "out"), "--tracking-uri", store_uri, cwd=tmp_path,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr + proc.stdout
         worker_pids = set(service.worker_pids)
@@ -38,7 +37,7 @@ def test_training_reads_batches_preprocessed_by_two_pinned_workers(tmp_path: Pat
     assert prep["cores"] == len(set(pins)) and prep["cpu_ms_per_sample"] > 0
     assert result.summary is not None and result.summary.measured_samples == 4 * result.summary.measured_steps
     assert "preprocessing" in proc.stdout and "tf.data service" in proc.stdout
-    client = MlflowClient(tracking_uri=uri)
+    client = MlflowClient(tracking_uri=store_uri)
     exp = client.get_experiment_by_name("mnist-dataheavy")
     assert exp is not None
     [run] = client.search_runs([exp.experiment_id])

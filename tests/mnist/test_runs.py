@@ -33,13 +33,12 @@ def _sweep_json(out: Path) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_verdict_is_right_in_both_directions_and_the_sweep_is_tracked(tmp_path: Path) -> None:
+def test_verdict_is_right_in_both_directions_and_the_sweep_is_tracked(tmp_path: Path, store_uri: str) -> None:
     """Heavy preprocessing on the trainer (0 workers) is input-bound; the light pipeline is compute-bound."""
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
     out = tmp_path / "out"
     proc = trainbench(
         "run", "mnist-dataheavy", *TINY, "--set", "num_workers=0", "--sweep", "preprocess_repeats=0,24",
-        "--output-dir", str(out), "--tracking-uri", uri, cwd=tmp_path,
+        "--output-dir", str(out), "--tracking-uri", store_uri, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert "sweep of preprocess_repeats" in proc.stdout and "sweep.png" in proc.stdout
@@ -57,7 +56,7 @@ def test_verdict_is_right_in_both_directions_and_the_sweep_is_tracked(tmp_path: 
     assert result.workload_info["parameters"] == 1_199_882  # the PyTorch MNIST example net
     assert (_sweep_json_path(out).parent / "sweep.png").stat().st_size > 10_000
 
-    client = MlflowClient(tracking_uri=uri)
+    client = MlflowClient(tracking_uri=store_uri)
     exp = client.get_experiment_by_name("mnist-dataheavy")
     assert exp is not None
     runs = client.search_runs([exp.experiment_id])
@@ -74,15 +73,14 @@ def test_verdict_is_right_in_both_directions_and_the_sweep_is_tracked(tmp_path: 
 
 
 @pytest.mark.slow
-def test_a_failed_point_is_kept_and_the_sweep_fails(tmp_path: Path) -> None:
+def test_a_failed_point_is_kept_and_the_sweep_fails(tmp_path: Path, store_uri: str) -> None:
     """Real IDX data for the first point, a missing directory for the second: table, JSON and parent say so."""
     good = tmp_path / "mnist"
     write_split(good, "train", *mnist_arrays(32))
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
     out = tmp_path / "out"
     proc = trainbench(
         "run", "mnist-dataheavy", *TINY, "--set", "preprocess_repeats=1", "--set", "data=idx",
-        "--sweep", f"data_dir={good},{tmp_path / 'absent'}", "--output-dir", str(out), "--tracking-uri", uri,
+        "--sweep", f"data_dir={good},{tmp_path / 'absent'}", "--output-dir", str(out), "--tracking-uri", store_uri,
         cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr + proc.stdout
@@ -91,7 +89,7 @@ def test_a_failed_point_is_kept_and_the_sweep_fails(tmp_path: Path) -> None:
     assert ok["status"] == "complete" and ok["preprocessing"]["chain_repeats"] == 1
     assert read_result(Path(ok["result_path"])).workload_info["data_source"] == str(good)
     assert bad["status"] == "failed" and "is not a directory" in bad["error"]
-    client = MlflowClient(tracking_uri=uri)
+    client = MlflowClient(tracking_uri=store_uri)
     exp = client.get_experiment_by_name("mnist-dataheavy")
     assert exp is not None
     runs = client.search_runs([exp.experiment_id])

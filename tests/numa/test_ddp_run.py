@@ -43,10 +43,9 @@ TINY_DDP = [
 ]
 
 
-def test_ddp_run_combines_ranks_and_compares_with_one_process(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
+def test_ddp_run_combines_ranks_and_compares_with_one_process(tmp_path: Path, store_uri: str) -> None:
     proc = trainbench(
-        "run", "numa-ddp", *TINY_DDP, "--output-dir", str(tmp_path / "o"), "--tracking-uri", uri,
+        "run", "numa-ddp", *TINY_DDP, "--output-dir", str(tmp_path / "o"), "--tracking-uri", store_uri,
         cwd=tmp_path, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -77,9 +76,9 @@ def test_ddp_run_combines_ranks_and_compares_with_one_process(tmp_path: Path) ->
     assert single.digest == sc.single_digest and single.config.params["batch_size"] == 4
     assert single.environment["binding"]["cpus_allowed"] == [0, 1] and single.world_size == 1
     assert "scaling efficiency" in proc.stdout
-    exp = MlflowClient(tracking_uri=uri).get_experiment_by_name("numa-ddp")
+    exp = MlflowClient(tracking_uri=store_uri).get_experiment_by_name("numa-ddp")
     assert exp is not None
-    [run] = MlflowClient(tracking_uri=uri).search_runs([exp.experiment_id])
+    [run] = MlflowClient(tracking_uri=store_uri).search_runs([exp.experiment_id])
     assert run.data.metrics["scaling_efficiency"] == pytest.approx(sc.efficiency)
     assert run.data.metrics["single_process_throughput_samples_per_s"] == pytest.approx(sc.single_throughput)
 
@@ -180,26 +179,24 @@ def _comparison_outcome(tmp_path: Path, uri: str) -> tuple[Any, str]:
     return result, str(run.info.status)
 
 
-def test_interrupting_the_single_process_comparison_kills_the_whole_run(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    run = _start_with_comparison(tmp_path, uri)
+def test_interrupting_the_single_process_comparison_kills_the_whole_run(tmp_path: Path, store_uri: str) -> None:
+    run = _start_with_comparison(tmp_path, store_uri)
     _wait_for_single_process(tmp_path, run)
     run.send_signal(signal.SIGINT)
     _, stderr = run.communicate(timeout=90)
     assert run.returncode == 130, stderr
-    result, status = _comparison_outcome(tmp_path, uri)
+    result, status = _comparison_outcome(tmp_path, store_uri)
     assert result.error is not None and result.error.startswith("interrupted")
     assert status == "KILLED"
     _no_orphans(tmp_path)
 
 
-def test_a_crashed_single_process_comparison_fails_the_run(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    run = _start_with_comparison(tmp_path, uri)
+def test_a_crashed_single_process_comparison_fails_the_run(tmp_path: Path, store_uri: str) -> None:
+    run = _start_with_comparison(tmp_path, store_uri)
     _wait_for_single_process(tmp_path, run).kill()
     _, stderr = run.communicate(timeout=90)
     assert run.returncode == 1, stderr
     assert "the single-process comparison failed" in stderr and "killed by SIGKILL" in stderr
-    _, status = _comparison_outcome(tmp_path, uri)
+    _, status = _comparison_outcome(tmp_path, store_uri)
     assert status == "FAILED"
     _no_orphans(tmp_path)

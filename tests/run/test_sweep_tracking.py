@@ -97,9 +97,9 @@ def _check_plot(rows: list[dict[str, Any]], key: str, categorical: bool) -> Figu
 
 
 @pytest.mark.slow
-def test_a_categorical_sweep_on_a_tracking_server(tmp_path: Path) -> None:
+def test_a_categorical_sweep_on_a_tracking_server(tmp_path: Path, empty_store_template: Path) -> None:
     """pin_memory=false,true against a real `mlflow server`: bars, the best point, and the run page's URL."""
-    server = MlflowServer(tmp_path / "server")
+    server = MlflowServer(tmp_path / "server", store=empty_store_template)
     server.root.mkdir()
     server.start()
     try:
@@ -133,24 +133,23 @@ def test_a_categorical_sweep_on_a_tracking_server(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_numeric_sweep_in_sqlite(tmp_path: Path) -> None:
+def test_a_numeric_sweep_in_sqlite(tmp_path: Path, store_uri: str) -> None:
     """preprocess_repeats=0,2 in a SQLite store: steps are the values, points on a numeric axis, the UI hint
     names the store, and the table fits a 60-column terminal."""
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
     out = tmp_path / "out"
     proc = trainbench(
         "run", "mnist-dataheavy", *TINY, *STEPS, "--sweep", "preprocess_repeats=0,2",
-        "--output-dir", str(out), "--tracking-uri", uri, cwd=tmp_path, env={"COLUMNS": "60"},
+        "--output-dir", str(out), "--tracking-uri", store_uri, cwd=tmp_path, env={"COLUMNS": "60"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    client = MlflowClient(tracking_uri=uri)
+    client = MlflowClient(tracking_uri=store_uri)
     parent, children = _runs(client)
     assert len(children) == 2 and parent.data.params["sweep.step"] == "the swept value"
     _check_parent_is_the_best_point(client, parent, children, "preprocess_repeats")
     history = client.get_metric_history(parent.info.run_id, "sweep_input_bound_fraction")
     assert sorted(m.step for m in history) == [0, 2]  # the MLflow chart's x-axis is the knob
     said = " ".join(proc.stdout.split())
-    assert f"make ui MLFLOW_TRACKING_URI={uri}" in said
+    assert f"make ui MLFLOW_TRACKING_URI={store_uri}" in said
     assert f"/#/experiments/{parent.info.experiment_id}/runs/{parent.info.run_id}" in said
     table = proc.stdout[proc.stdout.index("sweep of preprocess_repeats") :].split("sweep: ")[0]
     assert max(len(line) for line in table.splitlines()) <= 60

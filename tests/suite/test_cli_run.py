@@ -199,8 +199,7 @@ def test_missing_data_dir_fails_clearly_and_keeps_no_valid_result(tmp_path: Path
     assert read_result(kept).status == "incomplete" and read_result(kept).summary is None
 
 
-def test_sigint_stops_the_run_and_keeps_the_steps_measured(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
+def test_sigint_stops_the_run_and_keeps_the_steps_measured(tmp_path: Path, store_uri: str) -> None:
     exe = Path(sys.executable).parent / "trainbench"
     args = [
         str(exe),
@@ -212,7 +211,7 @@ def test_sigint_stops_the_run_and_keeps_the_steps_measured(tmp_path: Path) -> No
         "--output-dir",
         str(tmp_path / "o"),
         "--tracking-uri",
-        uri,
+        store_uri,
     ]
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
@@ -233,7 +232,7 @@ def test_sigint_stops_the_run_and_keeps_the_steps_measured(tmp_path: Path) -> No
     [kept] = _result_files(tmp_path / "o", "result-incomplete.json")
     result = read_result(kept)
     assert result.status == "incomplete" and result.summary is None and len(result.steps) >= 2
-    client = MlflowClient(tracking_uri=uri)
+    client = MlflowClient(tracking_uri=store_uri)
     exp = client.get_experiment_by_name("resnet50-cpu")
     assert exp is not None
     [run] = client.search_runs([exp.experiment_id])

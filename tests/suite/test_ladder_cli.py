@@ -19,12 +19,11 @@ from tests.conftest import trainbench
 TINY = ["batch_size=2", "image_size=64", "warmup_steps=1", "measure_steps=4", "repeats=2", "sampler_interval_s=0.2"]
 
 
-def test_a_tiny_ladder_writes_its_table_files_runs_and_best_config(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
+def test_a_tiny_ladder_writes_its_table_files_runs_and_best_config(tmp_path: Path, store_uri: str) -> None:
     sets = [a for s in TINY for a in ("--set", s)]
     proc = trainbench(
         "ladder", "resnet50-cpu", "--rungs", "fp32,channels_last,allocator", *sets,
-        "--output-dir", str(tmp_path / "o"), "--tracking-uri", uri, cwd=tmp_path, timeout=900,
+        "--output-dir", str(tmp_path / "o"), "--tracking-uri", store_uri, cwd=tmp_path, timeout=900,
         env={"COLUMNS": "200"},  # the table's columns side by side
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr + proc.stdout
@@ -48,7 +47,7 @@ def test_a_tiny_ladder_writes_its_table_files_runs_and_best_config(tmp_path: Pat
         assert result.config.params["precision"] == "fp32" and result.workload_info["precision"]["chosen"] == "fp32"
     assert (ladder_json.parent / "ladder.png").stat().st_size > 10_000
     # MLflow: one parent, each rung that ran a child of it
-    client = MlflowClient(tracking_uri=uri)
+    client = MlflowClient(tracking_uri=store_uri)
     [exp] = [e for e in client.search_experiments() if e.name == "resnet50-cpu"]
     runs = client.search_runs([exp.experiment_id])
     [parent] = [r for r in runs if r.data.tags.get("trainbench.kind") == "ladder"]

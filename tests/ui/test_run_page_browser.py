@@ -65,10 +65,10 @@ def sync_playwright() -> Any:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[MlflowServer]:
+def server(tmp_path: Path, empty_store_template: Path) -> Iterator[MlflowServer]:
     root = tmp_path / "server"
     root.mkdir()
-    s = MlflowServer(root)
+    s = MlflowServer(root, store=empty_store_template)
     s.start()
     yield s
     s.stop()

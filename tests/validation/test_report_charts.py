@@ -98,7 +98,7 @@ def test_emulated_bf16_is_ranked_apart_from_native(tmp_path: Path) -> None:
     assert emulated.slug == "cpu closed bf16-emulated"
 
 
-def test_mlflow_keys_are_readable_and_accepted(committed: list[RankRow], tmp_path: Path) -> None:
+def test_mlflow_keys_are_readable_and_accepted(committed: list[RankRow], tmp_path: Path, store_uri: str) -> None:
     hostile = dataclasses.replace(committed[0], system="../evil:/ sys\x1b[2J [x]", ref="a/b")
     rows = [*committed, hostile, dataclasses.replace(hostile, throughput=1.0, ref="c/d")]
     metrics = ranking.mlflow_metrics(rows)
@@ -106,9 +106,8 @@ def test_mlflow_keys_are_readable_and_accepted(committed: list[RankRow], tmp_pat
     assert len([k for k in metrics if k.startswith("samples_per_s/")]) == len(rows)  # unique, none overwritten
     assert metrics["samples_per_s/resnet50-cpu/gpu open bs128 fp32 224px synthetic/g5.2xlarge published"] == 340
     assert "samples_per_s/resnet50-cpu/cpu closed bf16/epyc-zen4-2vcpu submitted" in metrics
-    uri = f"sqlite:///{tmp_path / 'store.db'}"
-    rid = log_report([], metrics, {"submissions": "committed"}, uri, description="- **advice**")
-    logged = MlflowClient(tracking_uri=uri).get_run(rid)
+    rid = log_report([], metrics, {"submissions": "committed"}, store_uri, description="- **advice**")
+    logged = MlflowClient(tracking_uri=store_uri).get_run(rid)
     assert set(logged.data.metrics) == set(metrics) and logged.data.tags["mlflow.note.content"] == "- **advice**"
 
 
