@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from harness.records import Phase, StepRecord, WindowRecord
 
@@ -65,6 +64,8 @@ def _t_interval_inverted(seconds_per_sample: Sequence[float], level: float, meth
     x = np.asarray(seconds_per_sample, dtype=float)
     n = len(x)
     mean = float(x.mean())
+    from scipy import stats as sps  # 0.5 s to import: only where an interval is computed
+
     half = float(sps.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
     low_tps, high_tps = mean - half, mean + half
     if low_tps <= 0:

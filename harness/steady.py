@@ -29,7 +29,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 MIN_STEPS = 8
 """Fewer steps than this per window give no verdict ("insufficient")."""
@@ -84,6 +83,8 @@ def window_trend(step_times: Sequence[float], confidence: float = CONFIDENCE) ->
     median = float(np.median(y))
     if median <= 0 or float(np.ptp(y)) == 0.0:
         return WindowTrend(0.0, 0.0, 0.0, 1.0, n, min(n, THEIL_SEN_CAP))
+    from scipy import stats as sps  # 0.5 s to import: only where a trend is computed
+
     idx = subsample_indices(n)
     fit = sps.theilslopes(y[idx], idx.astype(float), alpha=confidence)
     scale = (n - 1) / median

@@ -4,11 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 from harness.records import Phase, StepRecord, WindowRecord
 from harness.sampler import UtilizationSample
 
@@ -26,6 +21,11 @@ def timeline_png(
     step. Right axis: mean CPU utilization (%). Warm-up windows are shaded orange,
     measurement windows green.
     """
+    import matplotlib  # 0.3 s to import: only once a run has its steps to plot
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(10, 5), dpi=100)
     for w in windows:
         colour = "tab:orange" if w.phase is Phase.WARMUP else "tab:green"
