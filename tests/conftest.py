@@ -63,9 +63,9 @@ def empty_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def copy_empty_store(template: Path, path: Path) -> str:
     """Copy the session's empty store (:func:`empty_store_template`) to ``path``; return its ``sqlite:///`` URI.
 
-    A new store costs MLflow's Alembic migrations, 0.9-1.6 s on a 2-vCPU Xeon and about twice that with
-    half the CPU (the emulated AVX2 class); an existing one opens in milliseconds. Tests that are not about
-    a store's creation start from this copy. First use is still tested where it happens to a user:
+    A new store costs MLflow's Alembic migrations: the first use of a new store took 1.5 s where that of an
+    existing one took 0.55 s (one process each, after importing MLflow; 2-vCPU Xeon, 2026-11-27). Tests
+    that are not about a store's creation start from this copy. First use is still tested where it happens to a user:
     ``tests/suite/test_cli_run.py`` (a first run creates ``--tracking-uri``'s store), ``tests/tracking``
     (the default ``mlflow.db``), ``tests/faults/test_security_defaults.py`` (``make ui`` on a new store).
     """
