@@ -175,6 +175,32 @@ def test_near_duplicates_are_found() -> None:
     assert [(t.index, t.code) for t in find_twins([a, same_uid])] == [(1, "duplicate-run")]
 
 
+def test_short_runs_agreeing_by_chance_are_not_one_measurement_but_their_copies_are() -> None:
+    """Three measured steps, divided by their median, leave two numbers free: two honest tiny runs agreed
+    within 8.0e-04 (a CI, 2026-11-27). Such runs are two measurements; a copy of one is still one."""
+    a = result(steps=3, seed=1)
+    doc = a.model_dump(mode="json")
+    measured = [i for i, s in enumerate(doc["steps"]) if s["phase"] == "measurement"]
+    assert len(measured) == 3
+    honest = [dict(s) for s in doc["steps"]]
+    honest[measured[0]]["compute_s"] *= 1 + 8e-4  # the largest gap the CI saw, on one step
+    other = fresh_identity({**doc, "steps": honest})
+    b = forged(
+        a,
+        steps=other["steps"],
+        run_id=other["run_id"],
+        run_uid=other["run_uid"],
+        started_at="2031-01-01T00:00:00.000+00:00",
+    )
+    assert find_twins([a, b]) == []
+    copy = fresh_identity(doc)
+    twin = forged(a, run_id=copy["run_id"], run_uid=copy["run_uid"], started_at=copy["started_at"])
+    tiny = forged(twin, steps=[{**s, "compute_s": s["compute_s"] + 1e-9} for s in doc["steps"]])
+    for c in (twin, tiny):
+        [found] = find_twins([a, c])
+        assert (found.index, found.original, found.code) == (1, 0, "duplicate-measurement")
+
+
 # 5. bands that follow from their runs
 def _tree(root: Path, results: list[Result]) -> Path:
     write_system(root, system_for(results[0]))
