@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
-from harness.system import read_isa
 from suite.results import read_result
 from tests.conftest import trainbench
 from tests.faults.helpers import EXE
 from tests.workloads.test_resnet50_gpu import TINY_CPU, assert_combined
+from workloads.cpu_precision import decide
 
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two CPUs for two ranks")
 
@@ -26,7 +26,7 @@ def test_horovodrun_gloo_two_ranks_in_the_gpu_image(engine: Any, gpu_image: Any,
     """Two Horovod ranks over Gloo in the gpu image give one combined result and one MLflow run. bf16 autocast
     (the workload's default) where the CPU has native bf16; fp32 elsewhere, so the test never waits on
     emulated bf16 (an AVX2-only Zen 1, or a cap: torch obeys ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY)."""
-    precision = "bf16" if read_isa().bf16_native else "fp32"
+    precision = decide("auto").chosen  # what precision=auto picks here (the GPU workload has no auto)
     uri = f"sqlite:///{tmp_path / 'store.db'}"
     out = tmp_path / "o"
     proc = trainbench(

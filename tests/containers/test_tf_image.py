@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from harness.precision import choose_precision
 from harness.records import Phase
 from harness.system import read_isa
 from suite.containers.images import LABEL_INPUTS, LABEL_LOCK, get_image, lock_digest, oci_metadata
@@ -283,7 +284,7 @@ def test_two_horovod_ranks_train_on_an_imagefolder_read_with_tf_data_in_the_trai
         assert proc.returncode != 0, said[-3000:]
         assert "precision=bf16 cannot train in TensorFlow" in said and "--set precision=fp32" in said, said[-3000:]
         assert "Traceback" not in said, said[-3000:]
-    precision = "bf16" if isa.bf16_native else "fp32"
+    precision = choose_precision("auto", isa).chosen  # what precision=auto picks for TensorFlow's oneDNN
     result, raw = _run_tf(
         tmp_path,
         "--set",
