@@ -5,12 +5,21 @@ A run counted twice inflates a group's run count and the band derived from it. T
 * identity: the supervisor-minted ``run_id``, the ``run_uid`` every rank's harness held
   and the wall-clock ``started_at`` are unique across a submission (where recorded);
 * sorted step times: two runs whose measured step times, each divided by its median and
-  sorted, agree within :data:`SORTED_TOL` (:data:`SHORT_SORTED_TOL` below :data:`MIN_CORRELATED_STEPS`
-  steps) are one measurement (robust to reordered steps, to changes of 1e-9 s, to a scaled copy and to
-  any change of the warm-up);
+  sorted, agree within :func:`sorted_tolerance` are one measurement (robust to reordered steps, to
+  changes of 1e-9 s, to a scaled copy and to any change of the warm-up). The tolerance follows the
+  runs' own spread: two honest runs differ by a fair part of it, a copy by nothing;
 * correlation: two runs of at least :data:`MIN_CORRELATED_STEPS` measured steps whose step
-  times, in recorded order, correlate at :data:`MAX_CORRELATION` or more are one measurement
-  with noise added (independent runs correlate weakly: the committed runs at |r| < 0.4).
+  times, in recorded order, correlate at :data:`MAX_CORRELATION` or more, and differ by much less
+  than their own spread (:data:`NOISE_FRACTION`), are one measurement with noise added
+  (independent runs correlate weakly: the committed runs at |r| < 0.4; honest runs that share a
+  pattern, a slow first step say, correlate but differ by their whole random spread).
+
+Spread is the scaled median absolute deviation of the step times divided by their median (a robust
+standard deviation, as a fraction: Rousseeuw & Croux, JASA 88 (1993), the 1.4826 factor for normal data).
+Without the spread, two steady honest runs (a GPU's step times vary by 0.1% or less) were one
+measurement: simulated normal runs with a 0.1% spread agreed within 1e-3 in 42% of pairs of 8 steps and
+91% of pairs of 1000 steps. Simulated honest runs (normal, log-normal and exponential-tailed step
+times, 8 to 2000 steps, 500 to 5000 pairs each) differed by at least 0.12 of their spread.
 
 Work is O(n log n) in the number of step records: sorting each run, sorting runs by a
 one-number sketch and comparing neighbours only (at most :data:`NEIGHBOURS` per run), and
@@ -35,6 +44,14 @@ SHORT_SORTED_TOL = 1e-6
 """:data:`SORTED_TOL` for runs of fewer than :data:`MIN_CORRELATED_STEPS` measured steps. Divided by its
 median, a run of 3 steps leaves two numbers free, and two honest tiny runs on a 2-vCPU Xeon agreed within
 8.0e-04 (CI, 2026-11-27). A copy, rescaled, reordered or changed by 1e-9 s, still agrees within this."""
+SPREAD_FRACTION = 0.02
+"""Runs of :data:`MIN_CORRELATED_STEPS` or more steps are one measurement by sorted step times only when
+they agree within this fraction of their spread (at most :data:`SORTED_TOL`, at least
+:data:`SHORT_SORTED_TOL`): a sixth of the smallest gap simulated honest runs showed (0.12)."""
+NOISE_FRACTION = 0.25
+"""Correlated runs are one measurement only when the spread of their difference is at most this
+fraction of sqrt(2) times the smaller run's spread (two independent runs: about 1). Honest runs of 8 steps
+that share one slow step (3%, spread 0.05%) correlate above 0.99 and met 0.5 in 8% of simulated pairs."""
 MAX_CORRELATION = 0.99
 """Pearson correlation of step times in recorded order at or above which two runs are one measurement."""
 MIN_CORRELATED_STEPS = 8
@@ -91,6 +108,37 @@ def _identity_twins(results: Sequence[Result]) -> list[Twin]:
     return out
 
 
+def spread(relative: np.ndarray) -> float:
+    """Robust spread of step times already divided by their median: 1.4826 x their median absolute
+    deviation, or their standard deviation where more than half are equal (a fraction; 0.0 for fewer
+    than 2 steps or identical ones)."""
+    if len(relative) < 2:
+        return 0.0
+    mad = 1.4826 * float(np.median(np.abs(relative - np.median(relative))))
+    return mad if mad > 0 else float(np.std(relative))
+
+
+def _noise_ratio(a: np.ndarray, b: np.ndarray) -> float:
+    """The spread of two runs' difference (step times in recorded order, each divided by its median) over
+    sqrt(2) times the smaller run's spread: about 1 for independent runs, 0 for a copy (0.0 when either
+    median or spread is not positive, as for a forged run of equal steps)."""
+    med_a, med_b = float(np.median(a)), float(np.median(b))
+    if med_a <= 0 or med_b <= 0:
+        return 0.0
+    ra, rb = a / med_a, b / med_b
+    own = np.sqrt(2.0) * min(spread(ra), spread(rb))
+    return spread(ra - rb) / own if own > 0 else 0.0
+
+
+def sorted_tolerance(steps: int, spread_a: float, spread_b: float) -> float:
+    """Largest gap (a fraction of the median step time) between two runs' sorted step times that still
+    makes them one measurement: :data:`SHORT_SORTED_TOL` below :data:`MIN_CORRELATED_STEPS` steps, else
+    :data:`SPREAD_FRACTION` of the smaller spread, kept within [:data:`SHORT_SORTED_TOL`, :data:`SORTED_TOL`]."""
+    if steps < MIN_CORRELATED_STEPS:
+        return SHORT_SORTED_TOL
+    return min(SORTED_TOL, max(SHORT_SORTED_TOL, SPREAD_FRACTION * min(spread_a, spread_b)))
+
+
 def _normalized_sorted(times: np.ndarray) -> np.ndarray | None:
     median = float(np.median(times)) if len(times) else 0.0
     return np.sort(times) / median if median > 0 else None
@@ -108,7 +156,7 @@ def _sorted_twins(series: list[np.ndarray | None], skip: set[int]) -> list[Twin]
             if n_j != n or i in skip or j in skip or a is None or b is None:
                 continue
             gap = float(np.max(np.abs(a - b)))
-            if gap <= (SORTED_TOL if n >= MIN_CORRELATED_STEPS else SHORT_SORTED_TOL):
+            if gap <= sorted_tolerance(n, spread(a), spread(b)):
                 first, later = min(i, j), max(i, j)
                 out.append(Twin(later, first, "duplicate-measurement", f"sorted step times within {gap:.1e}"))
                 skip.add(later)
@@ -123,20 +171,20 @@ def _correlated_twins(raw: list[np.ndarray], skip: set[int]) -> list[Twin]:
     out: list[Twin] = []
     for members in by_n.values():
         members = members[:MAX_CORRELATED_RUNS]
-        z = np.stack([raw[i][:CORRELATION_STEPS] for i in members])
-        z = z - z.mean(axis=1, keepdims=True)
+        z_raw = np.stack([raw[i][:CORRELATION_STEPS] for i in members])
+        z = z_raw - z_raw.mean(axis=1, keepdims=True)
         norms = np.linalg.norm(z, axis=1)
         ok = norms > 0
         z[ok] /= norms[ok, None]
         corr = z @ z.T
         for a in range(len(members)):
             for b in range(a):
-                if ok[a] and ok[b] and corr[a, b] >= MAX_CORRELATION and members[b] not in skip:
-                    out.append(
-                        Twin(
-                            members[a], members[b], "duplicate-measurement", f"step times correlate at {corr[a, b]:.4f}"
-                        )
-                    )
+                if not (ok[a] and ok[b] and corr[a, b] >= MAX_CORRELATION and members[b] not in skip):
+                    continue
+                ratio = _noise_ratio(z_raw[a], z_raw[b])
+                if ratio <= NOISE_FRACTION:
+                    why = f"step times correlate at {corr[a, b]:.4f} and differ by {ratio:.2f} of their spread"
+                    out.append(Twin(members[a], members[b], "duplicate-measurement", why))
                     skip.add(members[a])
                     break
     return out

@@ -9,6 +9,7 @@ import random
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from suite.console import markup, plain
@@ -199,6 +200,49 @@ def test_short_runs_agreeing_by_chance_are_not_one_measurement_but_their_copies_
     for c in (twin, tiny):
         [found] = find_twins([a, c])
         assert (found.index, found.original, found.code) == (1, 0, "duplicate-measurement")
+
+
+def _with_measured_times(r: Result, times: list[float]) -> Result:
+    """``r`` with its measured step times (seconds, recorded order) replaced: 2% data wait, 98% compute."""
+    doc = r.model_dump(mode="json")
+    assert sum(s["phase"] == "measurement" for s in doc["steps"]) == len(times)
+    it = iter(times)
+    steps = [
+        {**s, "data_wait_s": (t := next(it)) * 0.02, "compute_s": t * 0.98} if s["phase"] == "measurement" else s
+        for s in doc["steps"]
+    ]
+    return forged(r, steps=steps)
+
+
+@pytest.mark.parametrize("steps", [8, 40, 400])
+def test_steady_honest_runs_are_two_measurements_and_their_copies_one(steps: int) -> None:
+    """A GPU's step times vary by 0.1% or less. Two such honest runs agreed within the old fixed 1e-3 by
+    chance (simulated: 42% of pairs of 8 steps at a 0.1% spread, 91% of pairs of 1000), and two that share a
+    slow first step correlated above 0.99. Both are two measurements; a copy of either is still one."""
+    rng = np.random.default_rng(steps)
+    slow_first = np.zeros(steps)
+    slow_first[0] = 0.03  # both runs' first measured step 3% slower: a pattern honest runs share
+    runs = []
+    for seed in (1, 2):
+        honest = 0.1 * (1 + slow_first + 5e-4 * rng.standard_normal(steps))
+        runs.append(_with_measured_times(result(steps=steps, seed=seed), [float(t) for t in honest]))
+    a, b = runs
+    assert find_twins([a, b]) == []
+    doc = fresh_identity(a.model_dump(mode="json"))
+    ident = {"run_id": doc["run_id"], "run_uid": doc["run_uid"], "started_at": doc["started_at"]}
+    measured = [s["data_wait_s"] + s["compute_s"] for s in doc["steps"] if s["phase"] == "measurement"]
+    jitter = np.random.default_rng(7).standard_normal(steps) * 1e-5  # a fiftieth of the runs' spread
+    copies = {
+        "exact": measured,
+        "rescaled": [t * 1.3 for t in measured],
+        "reordered": random.Random(3).sample(measured, steps),
+        "1e-9 s": [t + 1e-9 for t in measured],
+        "noise": [t * (1 + float(j)) for t, j in zip(measured, jitter, strict=True)],
+    }
+    for name, times in copies.items():
+        twin = _with_measured_times(forged(a, **ident), times)
+        found = find_twins([a, b, twin])
+        assert [(t.index, t.original, t.code) for t in found] == [(2, 0, "duplicate-measurement")], name
 
 
 # 5. bands that follow from their runs
