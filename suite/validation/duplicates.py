@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import median_abs_deviation
 
 from harness.records import Phase
 from suite.results import Result
@@ -109,12 +110,13 @@ def _identity_twins(results: Sequence[Result]) -> list[Twin]:
 
 
 def spread(relative: np.ndarray) -> float:
-    """Robust spread of step times already divided by their median: 1.4826 x their median absolute
-    deviation, or their standard deviation where more than half are equal (a fraction; 0.0 for fewer
-    than 2 steps or identical ones)."""
+    """Robust spread of step times already divided by their median: their median absolute deviation
+    scaled for normal data (``scipy.stats.median_abs_deviation(scale="normal")``, 1.4826 x), or their
+    standard deviation where more than half are equal (a fraction; 0.0 for fewer than 2 steps or identical
+    ones)."""
     if len(relative) < 2:
         return 0.0
-    mad = 1.4826 * float(np.median(np.abs(relative - np.median(relative))))
+    mad = float(median_abs_deviation(relative, scale="normal"))
     return mad if mad > 0 else float(np.std(relative))
 
 
@@ -146,6 +148,7 @@ def _normalized_sorted(times: np.ndarray) -> np.ndarray | None:
 
 def _sorted_twins(series: list[np.ndarray | None], skip: set[int]) -> list[Twin]:
     keyed = [(float(s[int(len(s) * 0.9)]), len(s), i) for i, s in enumerate(series) if s is not None and len(s)]
+    spreads = [spread(s) if s is not None else 0.0 for s in series]  # once per run, not per compared pair
     keyed.sort()
     out: list[Twin] = []
     for pos, (sketch, n, i) in enumerate(keyed):
@@ -156,7 +159,7 @@ def _sorted_twins(series: list[np.ndarray | None], skip: set[int]) -> list[Twin]
             if n_j != n or i in skip or j in skip or a is None or b is None:
                 continue
             gap = float(np.max(np.abs(a - b)))
-            if gap <= sorted_tolerance(n, spread(a), spread(b)):
+            if gap <= sorted_tolerance(n, spreads[i], spreads[j]):
                 first, later = min(i, j), max(i, j)
                 out.append(Twin(later, first, "duplicate-measurement", f"sorted step times within {gap:.1e}"))
                 skip.add(later)

@@ -19,7 +19,7 @@ from suite.rules import load_rules
 from suite.validation.bands import BandsFile
 from suite.validation.bands_file import load_bands, write_bands
 from suite.validation.derive import derive_band
-from suite.validation.duplicates import find_twins
+from suite.validation.duplicates import find_twins, step_times
 from suite.validation.findings import Findings, Severity
 from suite.validation.result_checks import CheckContext, check_result, parse_result
 from suite.validation.tree import validate_tree
@@ -230,7 +230,7 @@ def test_steady_honest_runs_are_two_measurements_and_their_copies_one(steps: int
     assert find_twins([a, b]) == []
     doc = fresh_identity(a.model_dump(mode="json"))
     ident = {"run_id": doc["run_id"], "run_uid": doc["run_uid"], "started_at": doc["started_at"]}
-    measured = [s["data_wait_s"] + s["compute_s"] for s in doc["steps"] if s["phase"] == "measurement"]
+    measured = [float(t) for t in step_times(a)]
     jitter = np.random.default_rng(7).standard_normal(steps) * 1e-5  # a fiftieth of the runs' spread
     copies = {
         "exact": measured,
