@@ -84,9 +84,9 @@ def run_plan(
     ``next(batches)`` as data wait and ``workload.step`` (plus a synchronize when
     ``workload.sync_each_step``) as compute. Each window opens and closes with
     ``workload.synchronize()`` so its wall-clock length covers all device work.
-    A distributed workload may define ``agree_done(local_done) -> bool`` (e.g. an
-    all-reduce of the flag): then every rank ends a window at the same step, when
-    all ranks have met both minimums, so no rank waits forever in a collective.
+    After each step the loop asks ``workload.agree_done(done)``: a distributed workload
+    all-reduces the flag, so every rank ends a window at the same step, when all ranks
+    have met both minimums, and no rank waits forever in a collective.
 
     With ``plan.budget_s`` the loop estimates the step time from repeat 0's first warm-up
     steps and lowers the counts so that the run fits (:class:`harness.budget.Calibrator`);
@@ -124,7 +124,7 @@ def run_plan(
     calibrator = Calibrator(plan, on_projection) if plan.budget_s is not None or on_projection else None
     out.plan = {"repeats": plan.repeats, **Calibrator(plan, None).record(), "windows": applied}
     sync_each = bool(workload.sync_each_step)
-    agree: Callable[[bool], bool] | None = getattr(workload, "agree_done", None)
+    agree = workload.agree_done
     later_warmup, measure = plan.warmup, plan.measurement
     for repeat in range(plan.repeats):
         batches = iter(workload.batches())
@@ -164,8 +164,7 @@ def run_plan(
                         calibrating = False
                         out.plan.update(calibrator.record())  # kept if the run is interrupted later
                         done = window.is_done(steps, t2 - w_start)
-                if agree is not None:
-                    done = agree(done)
+                done = agree(done)
                 if done:
                     break
             workload.synchronize()

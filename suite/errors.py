@@ -73,6 +73,10 @@ class Interrupted(TrainbenchError):
     exit_code = 130
 
 
+class PreflightError(BadInput, ValueError):
+    """The environment cannot host the run (checked before it starts): no GPU, no output space, no sbatch, ..."""
+
+
 class TrackingError(TrackingFailed, RuntimeError):
     """MLflow could not record the run (the result file is kept regardless).
 

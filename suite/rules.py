@@ -28,9 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.isa import detect_isa
 from harness.precision import choose_precision
-from suite.config import LAUNCHERS
 from suite.errors import BadInput, validation_problems
 from suite.files import FileProblem, read_yaml
+from suite.launchers import LAUNCHERS
 from suite.specs import SPECS_DIR, ConfigError, RunConfig, load_specs, resolve
 
 RULES_PATH = Path(__file__).resolve().parent / "data" / "division-rules.yaml"

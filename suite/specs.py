@@ -18,19 +18,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from suite.config import (
-    LAUNCHERS,
-    InlineLaunch,
-    LaunchBase,
-    LaunchConfig,
-    RunConfig,
-    WindowsConfig,
-    default_launcher,
-    launch_keys,
-)
+from suite.config import RunConfig
 from suite.errors import BadInput, validation_problems
 from suite.files import FileProblem, parse_yaml, read_yaml
+from suite.launchers import LAUNCHERS, InlineLaunch, LaunchBase, LaunchConfig, default_launcher, launch_keys
 from workloads import registry
+from workloads.job import WindowsConfig
 
 __all__ = [
     "SPECS_DIR",

@@ -1,7 +1,7 @@
 """The optional evaluation pass a rank runs after its measurement windows.
 
-A workload may have ``evaluate() -> dict | None`` (not part of
-:class:`harness.workload.Workload`: most workloads have none). The rank calls it once,
+A workload may override :meth:`harness.workload.Workload.evaluate` (its default returns None:
+most workloads have no evaluation pass). The rank calls it once,
 after the last measurement window has closed, so it is outside every timed window and
 no throughput figure includes it. Its record lands in the result under
 ``workload_info["evaluation"]``.
@@ -12,11 +12,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from harness.workload import Workload
+
 EVALUATION_KEY = "evaluation"
 """Key of the evaluation record in a measurement's (and so a result's) ``workload_info``."""
 
 
-def run_evaluation(workload: Any, origin: float) -> dict[str, Any] | None:
+def run_evaluation(workload: Workload, origin: float) -> dict[str, Any] | None:
     """Run ``workload.evaluate()`` if it has one and return its record, timed.
 
     Args:
@@ -25,18 +27,15 @@ def run_evaluation(workload: Any, origin: float) -> dict[str, Any] | None:
             ``start_s`` is on the same clock as the step and window records.
 
     Returns:
-        None when the workload has no ``evaluate`` or it returns None (evaluation not
+        None when the workload's ``evaluate`` returns None (no evaluation pass, or not
         asked for); else its dict plus ``start_s`` (seconds from the origin) and
         ``seconds`` (wall-clock length of the pass). An evaluation that raises gives
         ``{"error": ...}`` with the same timing keys: the measurement already taken
         stays valid, and no accuracy is made up.
     """
-    evaluate = getattr(workload, "evaluate", None)
-    if not callable(evaluate):
-        return None
     start = time.perf_counter()
     try:
-        record = evaluate()
+        record = workload.evaluate()
     except Exception as exc:
         record = {"error": f"{type(exc).__name__}: {exc}"}
     if record is None:

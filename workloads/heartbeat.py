@@ -22,8 +22,8 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
+from workloads.job import LifelineEntry
 from workloads.lifeline import GRACE_S, TIMEOUT_S
 
 HEARTBEAT_NAME = "heartbeat"
@@ -115,20 +115,20 @@ class Heartbeat:
             with contextlib.suppress(OSError):
                 self.path.unlink()
 
-    def job_entry(self, timeout_s: float = TIMEOUT_S, grace_s: float = GRACE_S) -> dict[str, Any]:
-        """The job file's ``lifeline`` entry that points the ranks at this heartbeat.
+    def job_entry(self, timeout_s: float = TIMEOUT_S, grace_s: float = GRACE_S) -> LifelineEntry:
+        """The job's ``lifeline`` entry that points the ranks at this heartbeat.
 
         ``supervisor_pid`` is None when the supervisor is its PID namespace's init (pid 1, e.g. ``trainbench
         run`` as a container's entrypoint): when it dies the kernel kills every process of the namespace.
         """
         pid = os.getpid()
-        return {
-            "path": str(self.path),
-            "timeout_s": timeout_s,
-            "grace_s": grace_s,
-            "supervisor_pid": pid if pid > 1 else None,
-            "supervisor_host": socket.gethostname(),
-        }
+        return LifelineEntry(
+            path=str(self.path),
+            timeout_s=timeout_s,
+            grace_s=grace_s,
+            supervisor_pid=pid if pid > 1 else None,
+            supervisor_host=socket.gethostname(),
+        )
 
     def __enter__(self) -> Heartbeat:
         return self.start()

@@ -36,16 +36,18 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import math
 import os
 import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from workloads.job import LifelineEntry
 
 TIMEOUT_S = 4.0
 """Seconds without a changed heartbeat after which a rank considers its supervisor lost."""
@@ -61,15 +63,6 @@ _MAX_READ = 256
 _PR_SET_PDEATHSIG = 1
 PDEATH_SIGNAL = int(signal.SIGRTMIN) + 1 if hasattr(signal, "SIGRTMIN") else int(signal.SIGTERM)  # Linux only
 """The parent-death signal a rank asks the kernel for: a signal of its own, so its arrival means exactly that."""
-
-
-def _number(entry: Mapping[str, Any], key: str, default: float, low: float, high: float) -> float:
-    value = entry.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"lifeline.{key} must be a number of seconds, got {value!r}")
-    if not low <= float(value) <= high:
-        raise ValueError(f"lifeline.{key} = {value} s is outside [{low}, {high}]")
-    return float(value)
 
 
 class Lifeline:
@@ -103,27 +96,17 @@ class Lifeline:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def from_job(cls, job: Mapping[str, Any]) -> Lifeline | None:
-        """The lifeline a job file asks for (its ``lifeline`` entry), or None when it has none.
-
-        Raises:
-            ValueError: the entry is malformed (a bad job file).
-        """
-        entry = job.get("lifeline")
+    def from_entry(cls, entry: LifelineEntry | None) -> Lifeline | None:
+        """The lifeline a job asks for (its ``lifeline`` entry, validated by :class:`workloads.job.RankJob`),
+        or None when it has none."""
         if entry is None:
             return None
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("path"), str) or not entry["path"]:
-            raise ValueError("lifeline must be a mapping with a non-empty 'path' (the supervisor's heartbeat file)")
-        pid = entry.get("supervisor_pid")
-        if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1):
-            raise ValueError(f"lifeline.supervisor_pid must be a process id > 1, got {pid!r}")
-        host = entry.get("supervisor_host")
         return cls(
-            Path(entry["path"]),
-            timeout_s=_number(entry, "timeout_s", TIMEOUT_S, 1.0, 600.0),
-            grace_s=_number(entry, "grace_s", GRACE_S, 0.0, 600.0),
-            supervisor_pid=pid,
-            supervisor_host=host if isinstance(host, str) else None,
+            Path(entry.path),
+            timeout_s=entry.timeout_s,
+            grace_s=entry.grace_s,
+            supervisor_pid=entry.supervisor_pid,
+            supervisor_host=entry.supervisor_host,
         )
 
     def _read(self) -> bytes | None:

@@ -5,12 +5,11 @@ horovodrun or inside a container) as::
 
     python -m workloads.rank --job job.json --out measurement.json [--progress progress.jsonl]
 
-It writes a :class:`workloads.measurement.RankMeasurement`. The job file holds
-``workload``, ``params``, ``windows`` and optionally ``memory_limit_bytes`` (an
-address-space limit, RLIMIT_AS, so a run that needs too much memory fails with a clear
-error instead of waking the kernel's OOM killer) and ``deadline_unix_s`` (the instant
-the windows' ``budget_s`` ends, counted from the command's start: the harness's budget is
-what is left of it at the run's origin). A CPU workload's ``precision`` is decided on this
+It reads a :class:`workloads.job.RankJob` (the workload, its params, the windows, and
+optionally an address-space limit, RLIMIT_AS, so a run that needs too much memory fails with a
+clear error instead of waking the kernel's OOM killer, and the deadline of the windows' ``budget_s``,
+counted from the command's start: the harness's budget is what is left of it at the run's origin)
+and writes a :class:`workloads.measurement.RankMeasurement`. A CPU workload's ``precision`` is decided on this
 host before the workload is built (:mod:`workloads.cpu_precision`); the decision, the
 environment and the time projection go to ``events.jsonl`` (:mod:`workloads.events`).
 
@@ -31,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import resource
 import shutil
@@ -50,12 +48,14 @@ from harness.loop import Measurement, run_plan
 from harness.precision import PrecisionChoice
 from harness.sampler import UtilizationSampler
 from harness.system import capture_system, parse_cpulist
-from harness.windows import WindowError, plan_from_mapping
+from harness.windows import WindowError
+from harness.workload import Workload
 from workloads import registry
 from workloads.checks import WorkloadRefused
 from workloads.cpu_precision import resolve_params
 from workloads.evaluation import EVALUATION_KEY, run_evaluation
 from workloads.events import EventLog, environment_fields, events_path, progress_writer, projection_fields
+from workloads.job import PlacementSlot, RankJob
 from workloads.lifeline import Lifeline
 from workloads.measurement import RankMeasurement
 
@@ -96,10 +96,10 @@ def _rank_path(path: Path, rank: int) -> Path:
     return path if rank == 0 else path.with_name(f"{path.stem}-rank{rank}{path.suffix}")
 
 
-def bind_and_reexec(placement: list[dict[str, str]], argv: list[str]) -> None:
+def bind_and_reexec(placement: list[PlacementSlot], argv: list[str]) -> None:
     """Re-execute this rank under numactl, bound to its slot of ``placement``.
 
-    The slot is ``placement[LOCAL_RANK]``: ``{"cpus": cpulist, "mems": nodelist}``.
+    The slot is ``placement[LOCAL_RANK]``: its CPUs and memory nodes (cpulists).
     OMP_NUM_THREADS is set to the slot's CPU count. Where memory binding is refused
     (a container without CAP_SYS_NICE), only the CPUs are bound and
     TRAINBENCH_BIND_NOTE says so; the binding actually obtained is read back by
@@ -117,9 +117,9 @@ def bind_and_reexec(placement: list[dict[str, str]], argv: list[str]) -> None:
     if exe is None:
         raise RuntimeError("binding ranks to NUMA nodes needs numactl (apt-get install numactl)")
     slot = placement[local]
-    env = {**os.environ, "TRAINBENCH_BOUND": "1", "OMP_NUM_THREADS": str(len(parse_cpulist(slot["cpus"])))}
-    cmd = [exe, f"--physcpubind={slot['cpus']}"]
-    membind = f"--membind={slot['mems']}"
+    env = {**os.environ, "TRAINBENCH_BOUND": "1", "OMP_NUM_THREADS": str(len(parse_cpulist(slot.cpus)))}
+    cmd = [exe, f"--physcpubind={slot.cpus}"]
+    membind = f"--membind={slot.mems}"
     if subprocess.run([exe, membind, "true"], capture_output=True).returncode == 0:
         cmd.append(membind)
     else:  # e.g. Docker's default seccomp profile refuses set_mempolicy: the cpuset's mems govern instead
@@ -143,28 +143,18 @@ def launcher_rank() -> tuple[int, int]:
     return 0, 1
 
 
-def gather_ranks(out: dict[str, Any], rank: int, world: int, workload: Any = None) -> list[dict[str, Any]] | None:
-    """All ranks' measurements (:meth:`RankMeasurement.to_json` form) on rank 0 (None elsewhere).
-
-    Uses the workload's ``all_gather(obj) -> list`` when it has one (e.g. Horovod's
-    ``allgather_object``), else ``torch.distributed.all_gather_object`` over the
-    default process group.
+def gather_ranks(out: dict[str, Any], rank: int, world: int, workload: Workload) -> list[dict[str, Any]] | None:
+    """All ranks' measurements (:meth:`RankMeasurement.to_json` form) on rank 0 (None elsewhere),
+    through the workload's :meth:`harness.workload.Workload.all_gather` (Horovod's
+    ``allgather_object``, or ``torch.distributed.all_gather_object`` over the job's CPU group).
 
     Raises:
-        RuntimeError: a rank is missing (the collective fails or times out).
+        RuntimeError: a rank is missing (the collective fails or times out, or the workload gathers
+            fewer objects than the world size).
     """
-    hook = getattr(workload, "all_gather", None)
-    if callable(hook):
-        gathered_by_hook = list(hook(out))
-        if len(gathered_by_hook) != world:
-            raise RuntimeError(f"gathered {len(gathered_by_hook)} ranks' records, expected {world}")
-        return gathered_by_hook if rank == 0 else None
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        raise RuntimeError("the workload formed no process group, so the ranks' records cannot be gathered")
-    gathered: list[Any] = [None] * world
-    dist.all_gather_object(gathered, out)
+    gathered = list(workload.all_gather(out))
+    if len(gathered) != world:
+        raise RuntimeError(f"gathered {len(gathered)} ranks' records, expected {world}")
     return gathered if rank == 0 else None
 
 
@@ -183,21 +173,19 @@ def main(argv: list[str] | None = None) -> int:
         args.progress = _rank_path(args.progress, rank)
     out = RankMeasurement(rank=rank, world_size=world)
     try:
-        job = json.loads(args.job.read_text())
-        if job.get("placement"):
-            bind_and_reexec(job["placement"], raw_argv)
-        entry = registry.get(job["workload"])
-        params = entry.params_model.model_validate(job.get("params", {}))
+        job = RankJob.read(args.job)
+        if job.placement:
+            bind_and_reexec(job.placement, raw_argv)
+        entry = registry.get(job.workload)
+        params = entry.params_model.model_validate(job.params)
         choice: PrecisionChoice | None = None
         if entry.cpu_precision:
             params, choice = resolve_params(params)  # on this host, before the workload is built
-        plan = plan_from_mapping(job["windows"])
-        deadline = None if job.get("deadline_unix_s") is None else float(job["deadline_unix_s"])
-        interval = float(job.get("sampler_interval_s", 0.5))
-        memory_limit = job.get("memory_limit_bytes")
-        if memory_limit is not None:
-            _limit_memory(int(memory_limit))
-        lifeline = Lifeline.from_job(job)  # stops this rank when its supervisor is gone
+        plan = job.windows.plan()
+        deadline, interval = job.deadline_unix_s, job.windows.sampler_interval_s
+        if job.memory_limit_bytes is not None:
+            _limit_memory(job.memory_limit_bytes)
+        lifeline = Lifeline.from_entry(job.lifeline)  # stops this rank when its supervisor is gone
     except (OSError, ValueError, KeyError, TypeError, RuntimeError, ValidationError, WindowError) as exc:
         out.error = f"bad job file {args.job}: {exc}"
         out.write(args.out)
@@ -210,15 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         lifeline.start()
     events = EventLog(events_path(args.progress) if args.progress is not None else None, rank)
     events.precision(choice)
-    measurement = Measurement(run_uid=job["run_uid"]) if job.get("run_uid") else Measurement()
+    measurement = Measurement(run_uid=job.run_uid) if job.run_uid else Measurement()
     sampler: UtilizationSampler | None = None
     progress: IO[str] | None = None
     code = 0
-    workload: Any = None
+    workload: Workload | None = None
     try:
         workload = entry.factory(params)
-        describe = getattr(workload, "describe", None)
-        out.workload_info = describe() if callable(describe) else {}
+        out.workload_info = dict(workload.describe())
         if choice is not None:
             out.workload_info["precision"] = choice.to_dict()
         out.system = capture_system()
@@ -268,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         out.write(args.out)
     if lifeline is not None and lifeline.lost_reason():
         lifeline.exit_now(code, out.error)  # the supervisor is gone: nobody waits for an orderly teardown
-    if world > 1 and code == 0:
+    if world > 1 and code == 0 and workload is not None:
         try:
             gathered = gather_ranks(out.to_json(), rank, world, workload)
             if gathered is not None:
@@ -278,17 +265,11 @@ def main(argv: list[str] | None = None) -> int:
             out.complete, out.error = False, f"gathering the ranks' records failed: {exc}"
             out.write(args.out)
             code = 1
-    shutdown = getattr(workload, "shutdown", None)
-    if callable(shutdown):
+    if workload is not None:
         try:
-            shutdown()
+            workload.shutdown()
         except Exception as exc:  # the measurement is written; leaving the job must not turn it into a failure
             print(f"warning: leaving the distributed job failed: {exc}", file=sys.stderr)
-    elif world > 1:
-        import torch.distributed as dist
-
-        if dist.is_initialized():
-            dist.destroy_process_group()
     if out.error:
         print(out.error, file=sys.stderr)
     return code

@@ -134,10 +134,10 @@ def measure_container(
     """
     if settings.sessions < 1 or settings.pairs < 2 or settings.block_steps < 1 or settings.warmup_steps < 1:
         raise ValueError("sessions, block_steps and warmup_steps must be >= 1 and pairs >= 2")
-    from suite.containers.runtime import DockerRunOptions, prepare
+    from suite.runtimes.docker import DockerRunOptions, DockerRuntime
 
     config = _config(settings)
-    wrap = prepare(config, DockerRunOptions(image=settings.image), warn)  # engine and image checked first
+    wrap = DockerRuntime(options=DockerRunOptions(image=settings.image), warn=warn).wrapper(config)  # checked first
     say(
         f"resnet50-cpu, batch {settings.batch_size}, {settings.image_size}px, {config.params.get('precision')} + "
         f"channels_last; {settings.sessions} sessions of {settings.pairs} pairs of {settings.block_steps}-step "

@@ -35,7 +35,7 @@ from suite.bench.overhead import describe as describe_overhead
 from suite.bench.sessions import WorkerError
 from suite.console import warn
 from suite.containers.errors import ContainerError
-from suite.run.allocators import GLIBC_MALLOC_TUNABLES, pin_glibc_malloc
+from suite.launchers.allocators import GLIBC_MALLOC_TUNABLES, pin_glibc_malloc
 from suite.run.execute import execute
 from suite.run.options import RunError, RunOptions
 from suite.specs import resolve
@@ -163,9 +163,9 @@ def _machine() -> dict[str, Any]:
 
 
 def _rank_malloc(say: Callable[[str], None]) -> str:
-    """Give this process the malloc thresholds a rank gets (:func:`suite.run.launch.plan_launch`):
+    """Give this process the malloc thresholds a rank gets (:func:`suite.launchers.plan_launch`):
     its own ``GLIBC_TUNABLES`` when it was started with one, else trainbench's, pinned now
-    (:func:`suite.run.allocators.pin_glibc_malloc`). Returns what is in force, as text."""
+    (:func:`suite.launchers.allocators.pin_glibc_malloc`). Returns what is in force, as text."""
     if "GLIBC_TUNABLES" in os.environ:
         return f"GLIBC_TUNABLES={os.environ['GLIBC_TUNABLES']} (this process's own)"
     try:

@@ -28,7 +28,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from suite.run.execute import execute
-from suite.run.options import RunError, RunOptions, Wrap
+from suite.run.options import RunError, RunOptions
+from suite.runtimes.base import Runtime
+from suite.runtimes.local import LocalRuntime
 from suite.specs import resolve
 
 TRAIN_GFLOP_PER_IMAGE_224 = 24.6
@@ -101,7 +103,7 @@ def run_ladder(
     extra: list[str],
     output_dir: Path,
     console: Console,
-    wrap: Wrap | None = None,
+    runtime: Runtime | None = None,
     cells: list[Rung] | None = None,
     on_cell: Callable[[list[Rung]], None] | None = None,
 ) -> list[Rung]:
@@ -134,7 +136,8 @@ def run_ladder(
             )
             t0 = time.perf_counter()
             try:
-                outcome = execute(config, RunOptions(output_dir=output_dir, tracking_uri=None, wrap=wrap))
+                opts = RunOptions(output_dir=output_dir, tracking_uri=None, runtime=runtime or LocalRuntime())
+                outcome = execute(config, opts)
             except RunError as exc:
                 console.print(f"[red]{name} at batch {batch} failed:[/red] {escape(str(exc))}")
                 kept = str(exc.result_path) if exc.result_path else None
@@ -190,7 +193,7 @@ def main(
     steps: int,
     extra: list[str],
     output_dir: Path,
-    wrap: Wrap | None = None,
+    runtime: Runtime | None = None,
 ) -> dict[str, Any]:
     """Run the ladder, print it, and write the figures to ``output_dir/bench-gpu.json``.
 
@@ -212,7 +215,7 @@ def main(
 
     cells: list[Rung] = []
     try:
-        run_ladder(rungs, batch_sizes, steps, extra, output_dir, console, wrap, cells, save)
+        run_ladder(rungs, batch_sizes, steps, extra, output_dir, console, runtime, cells, save)
         doc["complete"] = True
     except KeyboardInterrupt:
         console.print(f"[yellow]bench-gpu interrupted after {len(cells)} cell(s)[/yellow]")

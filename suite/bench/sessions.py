@@ -1,9 +1,9 @@
 """Start and talk to the block workers of the docker/local benchmark (:mod:`suite.bench.worker`).
 
-A worker is started from the run's own launch plan (:func:`suite.run.launch.plan_launch`): the
+A worker is started from the run's own launch plan (:func:`suite.launchers.plan_launch`): the
 rank's command with ``-m workloads.rank ...`` replaced by ``-m suite.bench.worker ...``, the
 plan's environment (allocator preload, OpenMP variables), and for the container side the run's
-own ``docker run`` wrapper (:func:`suite.containers.runtime.prepare`) with ``--interactive``
+own ``docker run`` wrapper (:meth:`suite.runtimes.docker.DockerRuntime.wrapper`) with ``--interactive``
 added, so the worker reads its commands from standard input. Every wait is bounded: a worker
 that exits, answers an error or stays silent past the timeout raises :class:`WorkerError` with
 the tail of its log.
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from suite.errors import RunFailed
-from suite.run.launch import LaunchPlan, plan_launch
+from suite.launchers import LaunchPlan, plan_launch
 
 LOG_TAIL_CHARS = 2000
 """How much of a failed worker's log goes into the error."""
@@ -133,7 +133,7 @@ def start_worker(
     """Write the job into ``run_dir`` and start a worker for it (in a container when ``wrap``)."""
     run_dir.mkdir(parents=True, exist_ok=False)
     job, progress = run_dir / "job.json", run_dir / "progress.jsonl"
-    job.write_text(json.dumps(config.job(), indent=1))
+    config.job().write(job)
     plan = worker_plan(
         plan_launch(config.launch, job, run_dir / "measurement.json", progress), job, run_dir / "system.json", progress
     )

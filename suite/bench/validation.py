@@ -93,7 +93,7 @@ def write_large_result(steps: int, directory: Path) -> Path:
     """A sealed result of ``steps`` measured steps written to ``directory/result.json``."""
     from suite.results import write_result
     from suite.run.assemble import build_result
-    from suite.run.launch import LaunchPlan
+    from suite.launchers import LaunchPlan
     from suite.run.options import RunOptions
     from suite.specs import resolve
     from workloads.measurement import RankMeasurement

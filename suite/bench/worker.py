@@ -25,7 +25,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.workload import Workload
 
 
 def _answer(doc: dict[str, Any]) -> None:
@@ -33,7 +36,7 @@ def _answer(doc: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _block(workload: Any, steps: int, progress: IO[str] | None) -> dict[str, float]:
+def _block(workload: Workload, steps: int, progress: IO[str] | None) -> dict[str, float]:
     from harness.loop import run_plan
     from harness.records import Phase
     from harness.windows import RunPlan, Window
@@ -65,23 +68,24 @@ def serve(job_path: Path, system_path: Path, progress_path: Path | None, command
     from harness.loop import run_plan
     from harness.sampler import UtilizationSampler
     from harness.system import capture_system
-    from harness.windows import RunPlan, Window, plan_from_mapping
+    from harness.windows import RunPlan, Window
     from workloads import registry
     from workloads.cpu_precision import resolve_params
+    from workloads.job import RankJob
 
-    job = json.loads(job_path.read_text())
-    entry = registry.get(job["workload"])
-    params = entry.params_model.model_validate(job.get("params", {}))
+    job = RankJob.read(job_path)
+    entry = registry.get(job.workload)
+    params = entry.params_model.model_validate(job.params)
     choice = None
     if entry.cpu_precision:
         params, choice = resolve_params(params)
-    warmup = plan_from_mapping(job["windows"]).warmup
+    warmup = job.windows.plan().warmup
     workload = entry.factory(params)
     run_plan(workload, RunPlan(warmup, Window(1, 0.0)))
     system_path.write_text(json.dumps(capture_system()))
     loop_s = python_loop_s()  # before the sampler starts: nothing of this tree runs beside it
     progress = progress_path.open("a", buffering=1) if progress_path is not None else None
-    sampler = UtilizationSampler(float(job.get("sampler_interval_s", 0.5))).start()
+    sampler = UtilizationSampler(job.windows.sampler_interval_s).start()
     try:
         precision = choice.to_dict() if choice is not None else None
         _answer({"ready": True, "precision": precision, "python_loop_s": loop_s})

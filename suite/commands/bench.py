@@ -9,7 +9,7 @@ import click
 
 from suite.bench.container_result import ContainerSettings
 from suite.bench.overhead import OverheadSettings
-from suite.commands.options import Runtime, runtime_options, runtime_wrapper
+from suite.commands.options import Runtime, runtime_options
 from suite.console import console, stop_on_sigterm
 from suite.errors import BadInput, Interrupted, RunFailed
 from suite.extras import require
@@ -107,10 +107,9 @@ def bench_gpu(
         raise BadInput(f"--batch-sizes {batch_sizes!r}: expected integers such as 128,256") from None
     if not sizes or min(sizes) < 1 or steps < 2:
         raise BadInput("--batch-sizes must be >= 1 and --steps >= 2")
-    config = resolve("resnet50-gpu-horovod", "quick", list(overrides))
-    wrap = runtime_wrapper(runtime, config)
+    resolve("resnet50-gpu-horovod", "quick", list(overrides))  # a bad --set fails before anything runs
     stop_on_sigterm()  # a supervisor's SIGTERM stops the ladder like Ctrl-C: the cells measured are kept
-    doc = bench_gpu_main(chosen, sizes, steps, list(overrides), output_dir.resolve(), wrap)
+    doc = bench_gpu_main(chosen, sizes, steps, list(overrides), output_dir.resolve(), runtime)
     if not doc["complete"]:
         raise Interrupted(f"bench-gpu interrupted; the {len(doc['cells'])} cell(s) measured are in {doc['path']}")
 
@@ -141,7 +140,7 @@ def bench_mnist(
     (a process, and with --service-image also a container).
     """
     from suite.bench.mnist import BenchSettings, main
-    from suite.containers.docker_args import image_reference
+    from suite.runtimes.docker_args import image_reference
     from suite.containers.errors import ContainerError
     from suite.datasets.service import DataServiceError
 

@@ -1,29 +1,29 @@
 """Options shared by several commands: ``--runtime`` and its docker and Slurm options, as one typed runtime.
 
 The runtime says where the rank runs, whatever its launcher: on the host
-(:class:`LocalRuntime`), inside the workload's image
-(:class:`suite.containers.docker_args.DockerRunOptions`), or as a Slurm job on a
-cluster's nodes (:class:`suite.slurm.options.SlurmRuntime`, ``trainbench run`` only). A
-command decorated with :func:`runtime_options` receives one ``runtime: Runtime``
-argument, and turns it into the run's wrapper with :func:`runtime_wrapper`.
+(:class:`suite.runtimes.local.LocalRuntime`), inside the workload's image
+(:class:`suite.runtimes.docker.DockerRuntime`), or as a Slurm job on a cluster's nodes
+(:class:`suite.runtimes.slurm.SlurmRuntime`, ``trainbench run`` only). A command decorated
+with :func:`runtime_options` receives one ``runtime: Runtime`` argument, which goes into
+``RunOptions.runtime``.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 from pydantic import ValidationError
 
-from suite.config import RunConfig
 from suite.console import warn
-from suite.containers.docker_args import DockerRunOptions
-from suite.run.options import Wrap
-from suite.slurm.options import SlurmOptions, SlurmRuntime
+from suite.runtimes.docker import DockerRuntime
+from suite.runtimes.docker_args import DockerRunOptions
+from suite.runtimes.local import LocalRuntime
+from suite.runtimes.slurm import SlurmRuntime
+from suite.slurm.options import SlurmOptions
 
 
 def tracking_options(logged: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -38,26 +38,8 @@ def tracking_options(logged: str) -> Callable[[Callable[..., Any]], Callable[...
     return lambda command: uri(off(command))
 
 
-@dataclass(frozen=True)
-class LocalRuntime:
-    """``--runtime local``: the rank runs on the host, beside trainbench."""
-
-
-Runtime = LocalRuntime | DockerRunOptions | SlurmRuntime
-"""Where the ranks run: one typed variant per runtime."""
-
-
-def runtime_wrapper(runtime: Runtime, config: RunConfig) -> Wrap | None:
-    """The ``RunOptions.wrap`` for ``config``: None for a local run and a Slurm job (``RunOptions.slurm``).
-
-    Raises:
-        suite.containers.errors.ContainerError: no engine, no image, or a bad docker option.
-    """
-    if isinstance(runtime, LocalRuntime | SlurmRuntime):
-        return None
-    from suite.containers.runtime import prepare  # imports the Docker SDK: only for --runtime docker
-
-    return prepare(config, runtime, warn)
+Runtime = LocalRuntime | DockerRuntime | SlurmRuntime
+"""Where the ranks run: one typed variant per runtime (:mod:`suite.runtimes`)."""
 
 
 _DOCKER_ONLY = {
@@ -149,7 +131,7 @@ def runtime_options(f: Callable[..., Any] | None = None, *, slurm: bool = False)
         elif runtime == "slurm":
             kwargs["runtime"] = _slurm_runtime(values)
         else:
-            kwargs["runtime"] = DockerRunOptions(
+            options = DockerRunOptions(
                 image=values["image"],
                 cpuset_cpus=values["cpuset_cpus"],
                 memory=values["memory"],
@@ -158,6 +140,7 @@ def runtime_options(f: Callable[..., Any] | None = None, *, slurm: bool = False)
                 network=values["network"] or "host",
                 mounts=tuple(values["mounts"]),
             )
+            kwargs["runtime"] = DockerRuntime(options=options, warn=warn)
         return command(*args, **kwargs)
 
     options: list[Callable[[Any], Any]] = [

@@ -12,12 +12,13 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from suite.commands.options import LocalRuntime, Runtime, runtime_options, runtime_wrapper, tracking_options
+from suite.commands.options import Runtime, runtime_options, tracking_options
 from suite.console import console, stop_on_sigterm, warn
 from suite.errors import Interrupted, RunFailed, TrackingFailed
 from suite.extras import require
 from suite.run.options import ResultElsewhere, RunOptions
-from suite.slurm.options import SlurmRuntime
+from suite.runtimes.local import LocalRuntime
+from suite.runtimes.slurm import SlurmRuntime
 from suite.specs import RunConfig, resolve
 
 
@@ -102,7 +103,6 @@ def run(
     from suite.run.execute import execute
     from suite.run.progress import LiveProgress, summary_table
 
-    wrap = runtime_wrapper(runtime, config)  # docker: engine and image checked now
     if no_tracking:
         uri = None
     else:
@@ -118,9 +118,8 @@ def run(
         instance_type=instance_type,
         pricing=pricing,
         region=region,
-        wrap=wrap,
+        runtime=runtime,
         started_unix_s=started,
-        slurm=slurm,
         notify=lambda line: console.print(escape(line), highlight=False),
     )
     stop_on_sigterm()
@@ -158,10 +157,8 @@ def _command_start() -> float:
 
 def _dry_run(config: RunConfig, slurm: SlurmRuntime, output_dir: Path) -> None:
     """Print the batch script of the run, with the run directory it would get; submit nothing."""
-    from suite.slurm.plan import dry_run_script
-
     run_dir = output_dir / config.workload / "<stamp>-<run id>"
-    console.print(dry_run_script(config, slurm, run_dir), markup=False, highlight=False, soft_wrap=True)
+    console.print(slurm.dry_run_script(config, run_dir), markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"# dry run: nothing was submitted; a run writes the job file and the script into {run_dir}",
         markup=False,

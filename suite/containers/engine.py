@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 
 import docker
-from docker.errors import DockerException
+from docker.errors import APIError, DockerException, NotFound
 
 from suite.containers.errors import BuildError, ContainerError, EngineUnavailableError
 
@@ -65,3 +66,9 @@ def docker_cli() -> str:
             f"or docker-ce-cli from Docker's repository). {NO_DOCKER_HINT}"
         )
     return path
+
+
+def remove_container(client: docker.DockerClient, name: str) -> None:
+    """Remove container ``name`` if it is still there (e.g. a rank that outlived its ``docker run`` client)."""
+    with contextlib.suppress(NotFound, APIError):
+        client.containers.get(name).remove(force=True)

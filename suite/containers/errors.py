@@ -24,3 +24,7 @@ class BuildError(ContainerError):
     """``docker build`` (or debootstrap / ``docker import``) failed; the message carries the log's end."""
 
     exit_code = 1
+
+
+class ImageMissingError(ContainerError):
+    """The workload's image is not in the local engine."""

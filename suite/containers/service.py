@@ -23,8 +23,7 @@ from docker.errors import DockerException, ImageNotFound
 
 from harness.system import parse_cpulist
 from suite.containers.engine import connect
-from suite.containers.errors import ContainerError
-from suite.containers.runtime import ImageMissingError
+from suite.containers.errors import ContainerError, ImageMissingError
 from suite.datasets.service import READY
 
 DISPATCHER_PORT = 5050

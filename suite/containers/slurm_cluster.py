@@ -25,9 +25,8 @@ from docker.errors import APIError, DockerException, NotFound
 
 from suite.containers.build import BuiltImage, build_image
 from suite.containers.engine import ContainerError
+from suite.containers.errors import ImageMissingError
 from suite.containers.images import SOURCE_CONTEXT, ImageDef, find_image, resolve_base
-from suite.containers.runtime import ImageMissingError
-from suite.slurm.conf import WORKLOAD_IMAGE
 
 LABEL_CLUSTER = "org.trainbench.slurm-cluster"
 NODE_IMAGE = ImageDef(
@@ -42,7 +41,7 @@ NODE_IMAGE = ImageDef(
 
 
 def build_node_image(
-    client: docker.DockerClient, log: Callable[[str], None], workload_image: str = WORKLOAD_IMAGE, force: bool = False
+    client: docker.DockerClient, log: Callable[[str], None], workload_image: str, force: bool = False
 ) -> BuiltImage:
     """Build (or reuse) the node image on the local workload image (default ``trainbench-gpu``).
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from harness.isa import IsaInfo
 from harness.precision import EMULATION_COST, choose_precision
 from suite.config import RunConfig
-from suite.run.allocators import allocator_library
-from suite.run.options import LaunchError
+from suite.launchers.allocators import allocator_library
+from suite.launchers.base import LaunchError
 from suite.specs import ConfigError, get_spec, resolve
 from workloads import registry
 

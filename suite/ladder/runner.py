@@ -50,7 +50,7 @@ def run_ladder(
 
     Raises:
         ConfigError: a rung's config is invalid (before anything runs).
-        PreflightError, suite.cost.PriceTableError, suite.run.launch.LaunchError: from the first rung's preflight.
+        PreflightError, suite.cost.PriceTableError, suite.launchers.LaunchError: from the first rung's preflight.
     """
     plans = plan_ladder(workload, profile, overrides, names, host)
     out = LadderOutcome(workload, profile, list(overrides), [RungOutcome(p) for p in plans])

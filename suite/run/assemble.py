@@ -14,11 +14,11 @@ from harness.sampler import summarize_utilization
 from harness.stats import MeasurementError, summarize
 from suite.config import RunConfig
 from suite.cost import compute_cost
+from suite.launchers import LaunchPlan
 from suite.provenance import provenance
 from suite.results import Result, seal
 from suite.rules import division_for
 from suite.run.diagnosis import diagnose
-from suite.run.launch import LaunchPlan
 from suite.run.options import RunOptions
 from workloads.measurement import RankMeasurement
 
@@ -75,7 +75,9 @@ def build_result(
     if measurement.ranks:
         environment["ranks"] = [rank_environment(m) for m in ranks]
     if plan.placement:  # what each local rank was meant to get, beside the binding read back in "ranks"
-        environment["placement_plan"] = [{"local_rank": i, **slot} for i, slot in enumerate(plan.placement)]
+        environment["placement_plan"] = [
+            {"local_rank": i, **slot.model_dump()} for i, slot in enumerate(plan.placement)
+        ]
     complete = measurement.complete and all(m.complete for m in ranks)
     error = measurement.error or next((m.error for m in ranks if m.error), None)
     summary = util_summary = diagnosis = cost = None

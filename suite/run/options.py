@@ -7,21 +7,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from suite.errors import BadInput, TrainbenchError
+from suite.errors import TrainbenchError
+from suite.runtimes.base import ProgressCallback, Runtime
+from suite.runtimes.local import LocalRuntime
 
-if TYPE_CHECKING:  # launch imports the errors below; the plan is only a type here
+if TYPE_CHECKING:
     from suite.results import Result
-    from suite.run.launch import LaunchPlan
-    from suite.slurm.options import SlurmRuntime
 
-Wrap = Callable[["LaunchPlan", Path], "LaunchPlan"]
-"""A runtime wrapper: the local launch plan and the run directory -> the plan to execute instead."""
-ProgressCallback = Callable[[dict[str, Any]], None]
-"""Receives each progress event: a step record as :meth:`harness.records.StepRecord.to_dict`, or an
-event with an ``event`` key (the run header, the rank's precision decision, environment and time
-projection: ``suite.run.supervise.launch_rank``)."""
+__all__ = ["ProgressCallback", "ResultElsewhere", "RunError", "RunOptions", "RunOutcome", "new_stamped_dir"]
 
 
 def new_stamped_dir(parent: Path, prefix: str = "", token: str | None = None) -> Path:
@@ -62,14 +57,6 @@ class ResultElsewhere(Exception):
     """A multi-host run finished here, but global rank 0, which writes the result, ran on another host."""
 
 
-class PreflightError(BadInput, ValueError):
-    """The environment cannot host the run (checked before it starts)."""
-
-
-class LaunchError(BadInput, RuntimeError):
-    """The requested launch environment cannot be set up (e.g. a missing allocator or numactl)."""
-
-
 @dataclass
 class RunOptions:
     """Where results go and how cost is computed.
@@ -82,16 +69,11 @@ class RunOptions:
         instance_type: instance type to look up in the price table, or None.
         pricing: ``on-demand`` or ``spot`` (price-table lookups only).
         region: region for price-table lookups, or None.
-        wrap: optional runtime wrapper, called with the local launch plan and the
-            run directory; it returns the plan to execute instead (e.g. the same rank
-            command inside ``docker run``). The run directory holds the job, the
-            measurement and the progress files, so a wrapper must make it visible to
-            the rank at the same path.
+        runtime: where the ranks run (:mod:`suite.runtimes`): this host (the default), the
+            workload's image, or a Slurm job.
         parent_run_id: MLflow run to log this run under (a sweep's parent).
         started_unix_s: when the command started (seconds since the epoch), from which a
             profile's ``budget_s`` counts; None: when :func:`suite.run.execute.execute` is called.
-        slurm: run as a Slurm job (``--runtime slurm``) instead of starting the ranks here;
-            ``wrap`` is then unused.
         notify: receives lines about the run worth showing while it runs (a Slurm job's
             state changes), or None.
     """
@@ -103,10 +85,9 @@ class RunOptions:
     instance_type: str | None = None
     pricing: str = "on-demand"
     region: str | None = None
-    wrap: Wrap | None = None
+    runtime: Runtime = field(default_factory=LocalRuntime)
     parent_run_id: str | None = None
     started_unix_s: float | None = None
-    slurm: SlurmRuntime | None = None
     notify: Callable[[str], None] | None = None
 
 

@@ -1,34 +1,28 @@
-"""What is checked before a run starts: prices, launch plan, GPU, Horovod, output directory."""
+"""What is checked before a run starts: prices, the runtime's own checks, the output directory."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import uuid
-from pathlib import Path
 
-from harness.gpus import gpu_devices
 from suite.config import RunConfig
 from suite.cost import compute_cost
-from suite.run.launch import plan_launch
-from suite.run.options import PreflightError, RunOptions
+from suite.errors import PreflightError
+from suite.run.options import RunOptions
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
 """Free space the output directory needs before a run starts."""
 
 
 def preflight(config: RunConfig, opts: RunOptions) -> None:
-    """Check what can be checked before anything runs.
+    """Check what can be checked before anything runs; ``config`` is the runtime's (``Runtime.job_config``).
 
     Raises:
-        PreflightError: the output directory is not writable or has too little space, the
-            workload needs a GPU and none is visible, or it needs horovodrun and Horovod is
-            not installed for a local run.
         suite.cost.PriceTableError: the price options are invalid.
-        suite.run.launch.LaunchError: the requested allocator is missing.
-
-    A Slurm run (``opts.slurm``) checks the job instead (:func:`suite.slurm.plan.check`):
-    its settings, the Slurm client, and an output directory the nodes share.
+        PreflightError: the output directory is not writable or has too little space, or the
+            runtime cannot host the run (no GPU for a GPU workload, no sbatch, ...).
+        suite.launchers.LaunchError: the allocator, a binding or a launcher's tool is missing.
+        suite.containers.errors.ContainerError: no engine or no image (``--runtime docker``).
     """
     compute_cost(
         1.0,
@@ -37,12 +31,7 @@ def preflight(config: RunConfig, opts: RunOptions) -> None:
         pricing=opts.pricing,
         region=opts.region,
     )
-    if opts.slurm is not None:  # the ranks run on the job's nodes: their GPUs and Horovod are not this host's
-        from suite.slurm.plan import check
-
-        check(config, opts.slurm, opts.output_dir)
-    else:
-        _local(config, opts)
+    opts.runtime.preflight(config, opts.output_dir)
     out = opts.output_dir
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -55,21 +44,4 @@ def preflight(config: RunConfig, opts: RunOptions) -> None:
     if free < MIN_FREE_BYTES:
         raise PreflightError(
             f"output directory {out} has {free // 2**20} MiB free; a run needs {MIN_FREE_BYTES // 2**20} MiB"
-        )
-
-
-def _local(config: RunConfig, opts: RunOptions) -> None:
-    """The checks of ranks started from this host: the launch plan, a GPU, Horovod."""
-    plan_launch(config.launch, Path("job.json"), Path("out.json"))
-    if config.requires_gpu:
-        gpus = gpu_devices()
-        if not gpus["devices"]:
-            raise PreflightError(
-                f"workload {config.workload} needs an NVIDIA GPU, but none is visible "
-                f"({gpus.get('note', 'NVML lists no device')}); run it on a GPU host, or choose a CPU workload"
-            )
-    if config.launch.launcher == "horovodrun" and opts.wrap is None and importlib.util.find_spec("horovod") is None:
-        raise PreflightError(
-            f"workload {config.workload} is launched by horovodrun, but Horovod is not installed in this environment; "
-            "run it in its image (--runtime docker; build it with `make images`), or use --set engine=ddp"
         )

@@ -40,10 +40,10 @@ from typing import Any
 
 from suite.config import RunConfig
 from suite.files import FileProblem, read_json
+from suite.launchers import LaunchPlan
 from suite.results import write_result
 from suite.run.assemble import build_result
-from suite.run.launch import LaunchPlan
-from suite.run.leftovers import partial_ranks
+from suite.runtimes.leftovers import partial_ranks
 from suite.run.options import RunOptions
 from workloads.heartbeat import HEARTBEAT_NAME, INTERVAL_S
 from workloads.lifeline import GRACE_S, POLL_S, TIMEOUT_S

@@ -16,29 +16,7 @@ from __future__ import annotations
 import math
 
 from harness.stats import Interval, Summary
-from harness.system import parse_cpulist
 from harness.utilization import UtilizationSummary
-from suite.config import InlineLaunch, LaunchBase, RunConfig
-
-DDP_ONLY_PARAMS = ("backend", "collective_timeout_s")
-
-
-def single_process_config(config: RunConfig, placement: list[dict[str, str]]) -> RunConfig:
-    """The comparison run: resnet50-cpu, one process bound to all the ranks' CPUs, global batch, one thread per CPU."""
-    cpus = ",".join(slot["cpus"] for slot in placement)
-    n_cpus = len(parse_cpulist(cpus))
-    params = {k: v for k, v in config.params.items() if k not in DDP_ONLY_PARAMS}
-    params.update(batch_size=config.params["batch_size"] * len(placement), intra_op_threads=n_cpus)
-    common = {k: v for k, v in config.launch.model_dump().items() if k in LaunchBase.model_fields}
-    launch = InlineLaunch.model_validate({**common, "launcher": "inline", "cpus": cpus})
-    return config.model_copy(
-        update={
-            "workload": "resnet50-cpu",
-            "params": params,
-            "launch": launch,
-            "overrides": [*config.overrides, "(single-process comparison)"],
-        }
-    )
 
 
 def _relative_half_width(estimate: float, ci: Interval | None) -> float | None:

@@ -206,7 +206,7 @@ def run_sweep(
 
     Raises:
         ConfigError: a point is invalid (before anything runs).
-        PreflightError, suite.cost.PriceTableError, suite.run.launch.LaunchError: from the first point's preflight.
+        PreflightError, suite.cost.PriceTableError, suite.launchers.LaunchError: from the first point's preflight.
     """
     from suite.run.sweep_report import point_steps
 

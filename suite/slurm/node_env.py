@@ -1,7 +1,7 @@
 """The node side of a rank's memory allocator under Slurm: the preload is found where the rank runs.
 
 A local run preloads the allocator library that trainbench finds on its own host
-(:func:`suite.run.allocators.allocator_library`). Under Slurm the rank runs on another
+(:func:`suite.launchers.allocators.allocator_library`). Under Slurm the rank runs on another
 machine, or in a Pyxis container, whose library path may differ (or which may lack
 the library), so the batch script starts the rank's process through::
 
@@ -20,8 +20,8 @@ import os
 import socket
 import sys
 
-from suite.run.allocators import ALLOCATORS, allocator_library
-from suite.run.options import LaunchError
+from suite.launchers.allocators import ALLOCATORS, allocator_library
+from suite.launchers.base import LaunchError
 
 EXIT_MISSING = 2
 """Exit status when the allocator is not installed on the node (or the arguments are wrong)."""

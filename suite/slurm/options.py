@@ -9,7 +9,6 @@ Pyxis (``srun --container-image``), as MLPerf Training's reference submissions d
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -127,21 +126,3 @@ class SlurmOptions(BaseModel):
     def ntasks(self) -> int:
         """Ranks of the whole job: nodes x ntasks_per_node."""
         return self.nodes * self.ntasks_per_node
-
-
-@dataclass(frozen=True)
-class SlurmRuntime:
-    """``trainbench run --runtime slurm`` (also spelt ``--launcher slurm``): the run is submitted as a Slurm job.
-
-    The runtime variant of :data:`suite.commands.options.Runtime` for Slurm.
-
-    Attributes:
-        options: the job's options as given.
-        ranks_per_node_given: ``--ntasks-per-node`` was given; otherwise the workload's own
-            ``nproc_per_node`` (when set) gives the ranks per node, else 1.
-        dry_run: print the batch script and submit nothing.
-    """
-
-    options: SlurmOptions
-    ranks_per_node_given: bool = False
-    dry_run: bool = False

@@ -8,9 +8,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from suite.config import launch_keys
 from suite.errors import validation_problems
 from suite.files import FileProblem, read_yaml
+from suite.launchers import launch_keys
 from suite.rules import flatten_config
 from suite.specs import SPECS_DIR, ConfigError, load_specs, resolve
 from suite.validation.bands import BANDS_PATH, BANDS_VERSION, BandsError, BandsFile

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from suite import __version__
-from suite.config import LAUNCHERS
 from suite.errors import BadInput
+from suite.launchers import LAUNCHERS
 from suite.results import Result, ResultError, read_result
 from suite.rules import flatten_config
 from suite.validation.bands import (

@@ -13,7 +13,7 @@ import pytest
 from suite.bench.container import _config
 from suite.bench.container_result import ContainerSettings
 from suite.bench.sessions import WorkerError, start_worker, worker_plan
-from suite.run.launch import LaunchPlan
+from suite.launchers import LaunchPlan
 
 TINY = ContainerSettings(sessions=1, pairs=2, block_steps=1, batch_size=2, image_size=64, warmup_steps=1)
 

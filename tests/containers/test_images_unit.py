@@ -10,13 +10,6 @@ from typing import Any
 
 import pytest
 
-from suite.containers.docker_args import (
-    DockerRunOptions,
-    container_command,
-    docker_run_command,
-    image_reference,
-    run_as,
-)
 from suite.containers.errors import ContainerError
 from suite.containers.images import (
     IMAGES,
@@ -27,7 +20,14 @@ from suite.containers.images import (
     oci_metadata,
     with_parents,
 )
-from suite.run.launch import plan_launch
+from suite.launchers import plan_launch
+from suite.runtimes.docker_args import (
+    DockerRunOptions,
+    container_command,
+    docker_run_command,
+    image_reference,
+    run_as,
+)
 from suite.specs import load_specs, resolve
 from tests.conftest import REPO
 

@@ -33,8 +33,7 @@ def test_rank_in_a_container_stops_when_the_hosts_supervisor_heartbeat_stops(eng
     tmp_path.chmod(0o777)  # the image's non-root user writes the measurement here
     heartbeat = Heartbeat(tmp_path / "heartbeat").start()
     job = resolve("resnet50-cpu", overrides=LONG_TINY).job()
-    job["lifeline"] = heartbeat.job_entry()
-    (tmp_path / "job.json").write_text(json.dumps(job))
+    job.model_copy(update={"lifeline": heartbeat.job_entry()}).write(tmp_path / "job.json")
     name = f"tb-lifeline-{uuid.uuid4().hex[:8]}"
     rank = ["-m", "workloads.rank", "--job", f"{tmp_path}/job.json", "--out", f"{tmp_path}/measurement.json"]
     started = _docker(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 import torch
 from torch.utils.data import Subset
 
+from harness.workload import Workload
 from workloads.evaluation import run_evaluation
 from workloads.resnet50_cpu.data import DataError
 from workloads.resnet50_cpu.params import ResNet50CPUParams
@@ -103,7 +105,13 @@ def test_a_val_folder_is_the_eval_split_and_is_not_trained_on(jpeg_folder: Path)
 
 
 def test_a_failing_evaluation_is_recorded_not_raised() -> None:
-    class Broken:
+    class Broken(Workload):
+        def batches(self) -> Iterator[Any]:
+            raise AssertionError("an evaluation pass reads no training batch")
+
+        def step(self, batch: Any) -> int:
+            raise AssertionError("an evaluation pass takes no training step")
+
         def evaluate(self) -> dict[str, Any]:
             raise DataError("the eval folder vanished")
 

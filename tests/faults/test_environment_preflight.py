@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from suite.errors import PreflightError
 from suite.run import preflight as runner
-from suite.run.options import PreflightError, RunOptions
+from suite.run.options import RunOptions
 from suite.run.preflight import preflight
 from suite.specs import SPECS_DIR, resolve
 from tests.conftest import trainbench

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suite.cost import PriceTableError, load_price_table
+from suite.launchers import LaunchPlan
 from suite.results import ResultError, compute_digest, read_result, write_result
 from suite.run.assemble import build_result
-from suite.run.launch import LaunchPlan
 from suite.run.options import RunOptions
 from suite.specs import SPECS_DIR, ConfigError, load_spec, resolve
 from tests.suite.test_results import _measurement

@@ -30,7 +30,7 @@ class FakeClock:
         self.t += dt
 
 
-class FakeWorkload:
+class FakeWorkload(Workload):
     """A workload whose data wait, compute and synchronize costs are known exactly.
 
     Args:

@@ -9,9 +9,10 @@ import pytest
 
 from harness.loop import run_plan
 from harness.windows import RunPlan, Window, WindowError, plan_from_mapping
+from harness.workload import Workload
 
 
-class CountingWorkload:
+class CountingWorkload(Workload):
     """Counts every call; any call at all means the plan was not refused up front."""
 
     sync_each_step = False

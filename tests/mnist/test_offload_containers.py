@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from suite.containers.runtime import ImageMissingError
+from suite.containers.errors import ImageMissingError
 from suite.containers.service import ContainerService
 from suite.datasets.service import READY
 from suite.results import read_result

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from suite.run.placement import PlacementError, placement
+from suite.launchers.placement import PlacementError, placement
+from workloads.job import PlacementSlot
 
 TWO_SOCKETS: list[dict[str, object]] = [
     {"node": 0, "cpus": [0, 1, 2, 3], "memory_bytes": 2**34},
@@ -14,23 +15,27 @@ TWO_SOCKETS: list[dict[str, object]] = [
 ]
 
 
+def _dicts(slots: list[PlacementSlot]) -> list[dict[str, str]]:
+    return [s.model_dump() for s in slots]
+
+
 def test_one_slot_per_node_bound_to_its_cores_and_memory() -> None:
-    assert placement(None, allowed=set(range(8)), nodes=TWO_SOCKETS) == [
+    assert _dicts(placement(None, allowed=set(range(8)), nodes=TWO_SOCKETS)) == [
         {"node": "0", "cpus": "0,1,2,3", "mems": "0"},
         {"node": "1", "cpus": "4,5,6,7", "mems": "1"},
     ]
 
 
 def test_only_allowed_cpus_are_used_and_empty_nodes_dropped() -> None:
-    assert placement(None, allowed={1, 2}, nodes=TWO_SOCKETS) == [{"node": "0", "cpus": "1,2", "mems": "0"}]
+    assert _dicts(placement(None, allowed={1, 2}, nodes=TWO_SOCKETS)) == [{"node": "0", "cpus": "1,2", "mems": "0"}]
 
 
 def test_pseudo_nodes_take_memory_from_the_real_node_of_their_cores() -> None:
-    assert placement("0-1;4-5", allowed=set(range(8)), nodes=TWO_SOCKETS) == [
+    assert _dicts(placement("0-1;4-5", allowed=set(range(8)), nodes=TWO_SOCKETS)) == [
         {"node": "0", "cpus": "0,1", "mems": "0"},
         {"node": "1", "cpus": "4,5", "mems": "1"},
     ]
-    assert placement("0;1@1", allowed=set(range(8)), nodes=TWO_SOCKETS)[1]["mems"] == "1"
+    assert placement("0;1@1", allowed=set(range(8)), nodes=TWO_SOCKETS)[1].mems == "1"
 
 
 @pytest.mark.parametrize(
@@ -48,4 +53,4 @@ def test_bad_topologies(topology: str, message: str) -> None:
 
 def test_this_machine_from_sysfs() -> None:
     slots = placement(None)
-    assert slots and all(s["cpus"] for s in slots)
+    assert slots and all(s.cpus for s in slots)

@@ -1,6 +1,6 @@
 """allocator=default: glibc's malloc with its thresholds pinned, so a step's freed activations
 are reused instead of given back and faulted in again (how much was given back depended on
-the process's luck: see suite.run.allocators.GLIBC_MALLOC_TUNABLES).
+the process's luck: see suite.launchers.allocators.GLIBC_MALLOC_TUNABLES).
 
 A child Python allocates, touches and frees 40 blocks of 1-7 MiB per "step", in the order a
 training step does (the last freed lies at the heap's top), and counts its minor page faults
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from suite.config import InlineLaunch, RunConfig
-from suite.run import allocators, launch
-from suite.slurm.plan import rank_for
+from suite import launchers as launch
+from suite.config import RunConfig
+from suite.launchers import InlineLaunch, allocators
+from suite.runtimes.slurm import rank_for
 from suite.specs import resolve
 
 STEPS = 5
@@ -31,7 +32,7 @@ libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]
 if sys.argv[1:] == ["pin"]:
-    from suite.run.allocators import pin_glibc_malloc
+    from suite.launchers.allocators import pin_glibc_malloc
     pin_glibc_malloc()
 sizes = [(i % 7 + 1) << 20 for i in range(40)]
 def step():

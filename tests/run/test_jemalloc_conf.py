@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from suite.config import InlineLaunch
-from suite.run import allocators, launch
+from suite import launchers as launch
+from suite.launchers import InlineLaunch, allocators
 
 BUFFER_BYTES = 64 * 1024 * 1024
 CYCLES = 8

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from suite.config import InlineLaunch, RunCpuLaunch
-from suite.run import allocators, launch
+from suite import launchers as launch
+from suite.launchers import InlineLaunch, RunCpuLaunch, allocators
 
 
 def test_default_launch_sets_only_glibcs_malloc_thresholds() -> None:

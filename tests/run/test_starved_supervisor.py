@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from suite.results import read_result
-from suite.run.leftovers import lost_supervisor_note
+from suite.runtimes.leftovers import lost_supervisor_note
 from tests.faults.helpers import start_run, wait_for_measurement
 from workloads.heartbeat import Heartbeat
 from workloads.lifeline import LOST_SUPERVISOR, TIMEOUT_S

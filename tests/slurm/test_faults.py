@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from suite.launchers import InlineLaunch
+from suite.runtimes.slurm_script import RankCommand, sbatch_script
 from suite.slurm.client import JobInfo
 from suite.slurm.cluster import Cluster, for_conf, unshared
 from suite.slurm.errors import QueueTimeoutError, SlurmError
 from suite.slurm.follow import describe_end, follow, submit
 from suite.slurm.options import SlurmOptions
-from suite.slurm.script import RankCommand, sbatch_script
 
 
 def test_a_job_pending_past_the_queue_timeout_is_cancelled_with_the_reason(
@@ -24,7 +25,7 @@ def test_a_job_pending_past_the_queue_timeout_is_cancelled_with_the_reason(
 ) -> None:
     client = slurm_cluster.client()
     options = SlurmOptions(python=slurm_cluster.python, sbatch_args=("--hold",), queue_timeout_s=3)
-    job = submit(client, sbatch_script(options, RankCommand("inline", ("-c", "pass")), run_dir), run_dir)
+    job = submit(client, sbatch_script(options, RankCommand(InlineLaunch(), ("-c", "pass")), run_dir), run_dir)
     with pytest.raises(QueueTimeoutError, match=r"still pending after [3-9] s.*JobHeldUser.*cancelled") as caught:
         follow(client, job, queue_timeout_s=options.queue_timeout_s, poll_s=0.5)
     assert caught.value.job_id == job and caught.value.reason == "JobHeldUser" and caught.value.exit_code == 1
@@ -34,7 +35,7 @@ def test_a_job_pending_past_the_queue_timeout_is_cancelled_with_the_reason(
 
 def test_sbatch_refusing_a_job_is_a_clear_error(slurm_cluster: Cluster, run_dir: Path) -> None:
     options = SlurmOptions(partition="no-such-partition", python=slurm_cluster.python)
-    script = sbatch_script(options, RankCommand("inline", ("-c", "pass")), run_dir)
+    script = sbatch_script(options, RankCommand(InlineLaunch(), ("-c", "pass")), run_dir)
     with pytest.raises(SlurmError, match=r"sbatch --parsable .* failed \(exit 1.*[Pp]artition") as caught:
         submit(slurm_cluster.client(), script, run_dir)
     assert caught.value.exit_code == 2
@@ -55,7 +56,9 @@ def test_a_run_directory_the_nodes_cannot_see_fails_with_a_shared_filesystem_mes
 ) -> None:
     client = slurm_cluster.client()
     job = submit(
-        client, sbatch_script(SlurmOptions(python=slurm_cluster.python), RankCommand("inline", ()), tmp_path), tmp_path
+        client,
+        sbatch_script(SlurmOptions(python=slurm_cluster.python), RankCommand(InlineLaunch(), ()), tmp_path),
+        tmp_path,
     )
     info = follow(client, job, poll_s=0.5)
     assert info.state == "FAILED"
@@ -69,7 +72,7 @@ def test_following_a_job_survives_a_controller_that_stops_answering_for_a_while(
     client = slurm_cluster.client()
     options = SlurmOptions(python=slurm_cluster.python)
     payload = "import time; print('payload started', flush=True); time.sleep(12)"
-    script = sbatch_script(options, RankCommand("inline", ("-c", payload)), run_dir)
+    script = sbatch_script(options, RankCommand(InlineLaunch(), ("-c", payload)), run_dir)
     job = submit(client, script, run_dir)
     ctl = slurm_cluster.containers[slurm_cluster.controller]
     paused: list[float] = []

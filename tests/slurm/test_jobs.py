@@ -1,6 +1,6 @@
 """Real Slurm jobs on the demo cluster, submitted from this host: ranks on two nodes talk over the network.
 
-Each job's batch script is the one trainbench generates (:func:`suite.slurm.script.sbatch_script`);
+Each job's batch script is the one trainbench generates (:func:`suite.runtimes.slurm_script.sbatch_script`);
 the ranks are real processes in the workload image on two containers with their own
 network stacks, rendezvousing by torchrun's c10d or Horovod's Gloo rendezvous.
 """
@@ -11,10 +11,11 @@ import json
 import time
 from pathlib import Path
 
+from suite.launchers import HorovodrunLaunch, TorchrunLaunch
+from suite.runtimes.slurm_script import RankCommand, sbatch_script
 from suite.slurm.cluster import Cluster
 from suite.slurm.follow import describe_end, follow, submit
 from suite.slurm.options import SlurmOptions
-from suite.slurm.script import RankCommand, sbatch_script
 
 ALL_REDUCE = """
 import json, os, socket, sys
@@ -64,7 +65,7 @@ def _ranks(run_dir: Path) -> list[dict[str, object]]:
 def test_torchrun_ranks_on_two_nodes_all_reduce_over_the_network(slurm_cluster: Cluster, run_dir: Path) -> None:
     script = run_dir / "all_reduce.py"
     script.write_text(ALL_REDUCE)
-    job, seconds = _run(slurm_cluster, run_dir, RankCommand("torchrun", (str(script), str(run_dir))))
+    job, seconds = _run(slurm_cluster, run_dir, RankCommand(TorchrunLaunch(), (str(script), str(run_dir))))
     print(f"torchrun all_reduce job {job}: submit to end {seconds:.1f} s")
     ranks = _ranks(run_dir)
     assert {r["host"] for r in ranks} == {"n1", "n2"}
@@ -75,7 +76,7 @@ def test_torchrun_ranks_on_two_nodes_all_reduce_over_the_network(slurm_cluster: 
 def test_horovod_gloo_ranks_on_two_nodes_without_ssh(slurm_cluster: Cluster, run_dir: Path) -> None:
     script = run_dir / "hvd_all_reduce.py"
     script.write_text(HOROVOD_ALL_REDUCE)
-    job, seconds = _run(slurm_cluster, run_dir, RankCommand("horovodrun", (str(script), str(run_dir))))
+    job, seconds = _run(slurm_cluster, run_dir, RankCommand(HorovodrunLaunch(), (str(script), str(run_dir))))
     print(f"Horovod all_reduce job {job}: submit to end {seconds:.1f} s")
     ranks = _ranks(run_dir)
     assert {r["host"] for r in ranks} == {"n1", "n2"}

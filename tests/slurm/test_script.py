@@ -15,22 +15,21 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from suite.run.launch import plan_launch
+from suite.launchers import HorovodrunLaunch, InlineLaunch, RunCpuLaunch, TorchrunLaunch
+from suite.runtimes.slurm import rank_for
+from suite.runtimes.slurm_script import RankCommand, sbatch_script
 from suite.slurm.client import parse_sacct_job, parse_scontrol_job
 from suite.slurm.errors import SlurmError
 from suite.slurm.identity import node_systems
 from suite.slurm.options import SlurmOptions
-from suite.slurm.script import PY, RankCommand, rank_command, sbatch_script
-from suite.specs import resolve
+from suite.specs import ConfigError, resolve
 
 RUN = Path("/shared/results/numa-ddp/20260101T000000Z-abcdef12")
 RANK_ARGS = ("-m", "workloads.rank", "--job", f"{RUN}/job.json", "--out", f"{RUN}/measurement.json")
 
 
 def _plan(workload: str, overrides: list[str]) -> RankCommand:
-    config = resolve(workload, overrides=overrides)
-    plan = plan_launch(config.launch, RUN / "job.json", RUN / "measurement.json", RUN / "progress.jsonl")
-    return rank_command(plan.command, plan.launcher, plan.env_set)
+    return rank_for(resolve(workload, overrides=overrides), RUN)
 
 
 def _srun_lines(script: str) -> list[list[str]]:
@@ -43,18 +42,18 @@ def _bash_parses(script: str) -> None:
 
 
 def test_rank_command_of_the_real_launch_plans() -> None:
+    """The rank command is written for the nodes: the allocator is named, never a library path of this host
+    (which may lack it), so this holds on a submitting host without libjemalloc2."""
     ddp = _plan("numa-ddp", ["nproc_per_node=2", "allocator=jemalloc"])
-    assert ddp.launcher == "torchrun" and ddp.head == (PY,)
+    assert ddp.launch.launcher == "torchrun"
     assert ddp.rank_args[:2] == ("-m", "workloads.rank") and "--standalone" not in ddp.rank_args
-    assert ddp.env["LD_PRELOAD"].endswith("libjemalloc.so.2") and "MALLOC_CONF" in ddp.env
+    assert ddp.allocator == "jemalloc" and "LD_PRELOAD" not in ddp.env and "MALLOC_CONF" in ddp.env
     hvd = _plan("resnet50-gpu-horovod", ["device=cpu"])
-    assert hvd.launcher == "horovodrun" and hvd.rank_args[-2:] == ("--progress", str(RUN / "progress.jsonl"))
-    inline = rank_command([sys.executable, *RANK_ARGS], "inline", {})
-    assert inline.head == (PY,)
-    with pytest.raises(SlurmError, match=r"no '-m workloads\.rank'"):
-        rank_command([sys.executable, "train.py"], "inline", {})
-    with pytest.raises(SlurmError, match="launchers: inline, run_cpu, torchrun, horovodrun"):
-        rank_command([sys.executable, *RANK_ARGS], "mpirun", {})
+    assert hvd.launch.launcher == "horovodrun" and hvd.rank_args[-2:] == ("--progress", str(RUN / "progress.jsonl"))
+    [step] = _srun_lines(sbatch_script(SlurmOptions(), RankCommand(InlineLaunch(), RANK_ARGS), RUN))[1:]
+    assert step[4:] == ["$PY", *RANK_ARGS]
+    with pytest.raises(ConfigError, match="'inline', 'run_cpu', 'torchrun' or 'horovodrun'"):
+        resolve("resnet50-cpu", overrides=["launcher=mpirun"])
 
 
 def test_torchrun_script_one_agent_per_node_with_c10d_on_the_first_node() -> None:
@@ -68,7 +67,7 @@ def test_torchrun_script_one_agent_per_node_with_c10d_on_the_first_node() -> Non
         sbatch_args=("--exclusive", "--constraint=zen4"),
         python="/venv/bin/python",
     )
-    script = sbatch_script(options, RankCommand("torchrun", RANK_ARGS, env={"OMP_NUM_THREADS": "8"}), RUN, "t")
+    script = sbatch_script(options, RankCommand(TorchrunLaunch(), RANK_ARGS, env={"OMP_NUM_THREADS": "8"}), RUN, "t")
     directives = [line.split(" ", 1)[1] for line in script.splitlines() if line.startswith("#SBATCH ")]
     assert directives == [
         "--job-name=trainbench",
@@ -111,7 +110,7 @@ def test_torchrun_script_one_agent_per_node_with_c10d_on_the_first_node() -> Non
 
 
 def test_horovod_script_runs_the_rendezvous_server_on_the_first_node_and_one_task_per_rank() -> None:
-    script = sbatch_script(SlurmOptions(nodes=2, ntasks_per_node=4), RankCommand("horovodrun", RANK_ARGS), RUN)
+    script = sbatch_script(SlurmOptions(nodes=2, ntasks_per_node=4), RankCommand(HorovodrunLaunch(), RANK_ARGS), RUN)
     assert f"PY={sys.executable}" in script  # the default: this interpreter (a venv on the shared filesystem)
     assert 'HOSTS=$(printf "%s:4\\n" $NODES | paste -sd, -)' in script
     _, server, slots = _srun_lines(script)
@@ -161,7 +160,7 @@ def test_pyxis_script_runs_every_rank_step_in_the_image_with_the_run_directory_m
         container_image="registry.example.com#trainbench/trainbench-gpu:0.1.0",
         container_mounts=("/datasets/imagenet:/data:ro",),
     )
-    script = sbatch_script(options, RankCommand("horovodrun", RANK_ARGS), RUN)
+    script = sbatch_script(options, RankCommand(HorovodrunLaunch(), RANK_ARGS), RUN)
     assert "#SBATCH --gpus-per-node=h100:8" in script and "PY=python\n" in script
     check, *steps = _srun_lines(script)
     assert not any(a.startswith("--container") for a in check), "the shared-directory check runs on the node itself"
@@ -169,17 +168,18 @@ def test_pyxis_script_runs_every_rank_step_in_the_image_with_the_run_directory_m
         assert "--container-image=registry.example.com#trainbench/trainbench-gpu:0.1.0" in step
         assert f"--container-mounts={RUN}:{RUN},/datasets/imagenet:/data:ro" in step
         assert f"--container-workdir={RUN}" in step
-    torchrun = sbatch_script(options, RankCommand("torchrun", RANK_ARGS), RUN)
+    torchrun = sbatch_script(options, RankCommand(TorchrunLaunch(), RANK_ARGS), RUN)
     assert all("--container-image" in " ".join(s) for s in _srun_lines(torchrun)[1:])
     _bash_parses(script)
     _bash_parses(torchrun)
 
 
 def test_one_rank_launchers_run_one_task_and_refuse_more() -> None:
-    rank = RankCommand("run_cpu", RANK_ARGS, head=(PY, "-m", "torch.backends.xeon.run_cpu", "--no-python", PY))
+    rank = RankCommand(RunCpuLaunch(), RANK_ARGS)
     script = sbatch_script(SlurmOptions(), rank, RUN)
     [_, step] = _srun_lines(script)
-    assert step[3:8] == ["--ntasks=1", "$PY", "-m", "torch.backends.xeon.run_cpu", "--no-python"]
+    assert step[3:8] == ["--ntasks=1", "$PY", "-m", "torch.backends.xeon.run_cpu", "--use-default-allocator"]
+    assert step[step.index("--no-python") + 1 :] == ["$PY", *RANK_ARGS]
     _bash_parses(script)
     with pytest.raises(SlurmError, match=r"starts one rank.*2 node"):
         sbatch_script(SlurmOptions(nodes=2), rank, RUN)
@@ -188,7 +188,7 @@ def test_one_rank_launchers_run_one_task_and_refuse_more() -> None:
 
 
 def test_values_with_shell_characters_are_quoted() -> None:
-    rank = RankCommand("inline", ("-m", "workloads.rank", "--job", "/r/it's $(here).json"), env={"X": "a b;c"})
+    rank = RankCommand(InlineLaunch(), ("-m", "workloads.rank", "--job", "/r/it's $(here).json"), env={"X": "a b;c"})
     script = sbatch_script(SlurmOptions(python="/opt/py"), rank, Path("/r/dir with space"))
     assert "export X='a b;c'" in script
     assert _srun_lines(script)[1][-1] == "/r/it's $(here).json"

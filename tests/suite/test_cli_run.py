@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 from mlflow.tracking import MlflowClient
 
+from suite.launchers.allocators import find_library
 from suite.results import SCHEMA_PATH, read_result
-from suite.run.allocators import find_library
 from tests.conftest import TINY_RUN, trainbench
 
 

@@ -9,13 +9,20 @@ import pytest
 from click.testing import CliRunner
 
 from suite.commands import TrainbenchGroup
-from suite.config import InlineLaunch
 from suite.containers.errors import BuildError, ContainerError
-from suite.errors import BadInput, Interrupted, RunFailed, TrackingError, TrackingFailed, TrainbenchError
+from suite.errors import (
+    BadInput,
+    Interrupted,
+    PreflightError,
+    RunFailed,
+    TrackingError,
+    TrackingFailed,
+    TrainbenchError,
+)
+from suite.launchers import InlineLaunch, LaunchError, plan_launch
 from suite.prices import PriceTableError
 from suite.results import ResultError
-from suite.run.launch import LaunchError, plan_launch
-from suite.run.options import PreflightError, RunError
+from suite.run.options import RunError
 from suite.specs import ConfigError
 
 

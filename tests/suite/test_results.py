@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from suite.config import InlineLaunch, TorchrunLaunch
+from suite.launchers import InlineLaunch, LaunchPlan, TorchrunLaunch
 from suite.results import (
     SCHEMA_PATH,
     SCHEMA_VERSION,
@@ -24,7 +24,6 @@ from suite.results import (
 )
 from suite.results.migrations import update_to_2
 from suite.run.assemble import build_result
-from suite.run.launch import LaunchPlan
 from suite.run.options import RunOptions
 from suite.specs import resolve
 from tests.conftest import REPO

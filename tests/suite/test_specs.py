@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from suite.config import InlineLaunch, RunCpuLaunch, TorchrunLaunch
+from suite.launchers import InlineLaunch, RunCpuLaunch, TorchrunLaunch
 from suite.specs import SPECS_DIR, ConfigError, load_spec, load_specs, resolve
 
 

@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 import yaml
 
+from suite.launchers import LaunchPlan
 from suite.results import Result, seal
 from suite.rules import load_rules
 from suite.run.assemble import build_result
-from suite.run.launch import LaunchPlan
 from suite.run.options import RunOptions
-from suite.run.supervise import launch_rank
+from suite.runtimes.base import RunContext
+from suite.runtimes.supervise import launch_rank
 from suite.specs import SPECS_DIR, RunConfig, resolve
 from tests.conftest import TINY_RUN
 from workloads.measurement import RankMeasurement
@@ -148,12 +149,14 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> RealRuns:
     many = [*TINY, f"repeats={RUNS}"]
     launch_config = resolve("resnet50-cpu", "quick", many)
     (tmp / "a").mkdir()
-    ran, plan, code = launch_rank(launch_config, tmp / "a")
+    first = launch_rank(launch_config, tmp / "a", RunContext(uuid.uuid4().hex))
+    ran, plan, code = first.measurement, first.plan, first.code
     assert code == 0 and ran is not None and ran.complete, ran and ran.error
     measurement = ran.to_json()  # plain JSON, as the rank wrote it: the cases below edit it
     (tmp / "b").mkdir()
     long_config = resolve("resnet50-cpu", "quick", [*many, "measure_steps=8"])
-    ran_long, _, code = launch_rank(long_config, tmp / "b")
+    second = launch_rank(long_config, tmp / "b", RunContext(uuid.uuid4().hex))
+    ran_long, code = second.measurement, second.code
     assert code == 0 and ran_long is not None and ran_long.complete, ran_long and ran_long.error
     long_measurement = ran_long.to_json()
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from suite.bench.validation import synthetic_measurement
+from suite.launchers import LaunchPlan
 from suite.results import Result, seal
 from suite.run.assemble import build_result
-from suite.run.launch import LaunchPlan
 from suite.run.options import RunOptions
 from suite.specs import resolve
 from workloads.measurement import RankMeasurement

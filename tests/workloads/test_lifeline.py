@@ -24,6 +24,7 @@ import pytest
 from suite.specs import resolve
 from tests.conftest import REPO
 from workloads.heartbeat import RECORD_BYTES, Heartbeat
+from workloads.job import LifelineEntry
 from workloads.lifeline import EXIT_CODE, Lifeline
 
 LONG_TINY = [
@@ -47,7 +48,7 @@ from workloads.heartbeat import Heartbeat
 run_dir = Path(sys.argv[1])
 hb = Heartbeat(run_dir / "heartbeat").start()
 job = json.loads((run_dir / "job.json").read_text())
-job["lifeline"] = hb.job_entry()
+job["lifeline"] = hb.job_entry().model_dump()
 (run_dir / "job.json").write_text(json.dumps(job))
 rank = [sys.executable, "-m", "workloads.rank", "--job", str(run_dir / "job.json"),
         "--out", str(run_dir / "measurement.json"), "--progress", str(run_dir / "progress.jsonl")]
@@ -99,7 +100,7 @@ def _wait_for_steps(run_dir: Path, n: int, timeout: float = 180) -> None:
 
 @pytest.mark.parametrize("via_launcher", [False, True], ids=["parent-death", "heartbeat"])
 def test_rank_stops_within_10s_of_its_supervisors_death_and_keeps_its_steps(tmp_path: Path, via_launcher: bool) -> None:
-    (tmp_path / "job.json").write_text(json.dumps(resolve("resnet50-cpu", overrides=LONG_TINY).job()))
+    resolve("resnet50-cpu", overrides=LONG_TINY).job().write(tmp_path / "job.json")
     args = [sys.executable, "-c", SUPERVISOR, str(tmp_path), "1" if via_launcher else "0"]
     supervisor = subprocess.Popen(args, cwd=REPO)
     launcher_pid = None
@@ -197,11 +198,11 @@ def test_beats_overwrite_one_record_in_place_and_only_the_first_truncates(
 )
 def test_a_malformed_lifeline_entry_is_refused(entry: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        Lifeline.from_job({"lifeline": entry})
+        LifelineEntry.model_validate(entry)
 
 
 def test_a_job_without_a_lifeline_entry_gets_none() -> None:
-    assert Lifeline.from_job({"workload": "resnet50-cpu"}) is None
+    assert Lifeline.from_entry(resolve("resnet50-cpu", overrides=LONG_TINY).job().lifeline) is None
 
 
 class _ScriptedReads(Lifeline):
@@ -269,7 +270,7 @@ def test_a_rank_whose_parent_thread_dies_says_its_supervisor_died_though_the_pid
     """The kernel's parent-death signal follows the parent THREAD; the orphan goes to a surviving thread of
     the same pid. That is what a multi-threaded supervisor's SIGKILL can look like (seen in CI: the rank
     stopped 0.1 s after the kill but its error said only "interrupted (SIGTERM)"): the rank must say why."""
-    (tmp_path / "job.json").write_text(json.dumps(resolve("resnet50-cpu", overrides=LONG_TINY).job()))
+    resolve("resnet50-cpu", overrides=LONG_TINY).job().write(tmp_path / "job.json")
     supervisor = subprocess.Popen([sys.executable, "-c", THREAD_SUPERVISOR, str(tmp_path)], cwd=REPO)
     try:
         rank = _rank_pid(tmp_path)

@@ -13,9 +13,8 @@ import pytest
 from pydantic import ValidationError
 
 from harness.records import Phase
-from suite.config import HorovodrunLaunch, TorchrunLaunch
+from suite.launchers import HorovodrunLaunch, LaunchError, TorchrunLaunch, plan_launch
 from suite.results import Result, read_result
-from suite.run.launch import LaunchError, horovod_hosts, plan_launch
 from suite.specs import ConfigError, resolve
 from tests.conftest import trainbench
 from workloads.resnet50_gpu.params import ResNet50GPUParams
@@ -122,11 +121,11 @@ def test_launch_plans_for_horovodrun_and_per_gpu_torchrun(tmp_path: Path) -> Non
     assert plan.command[9:] == ["-m", "workloads.rank", "--job", str(job), "--out", str(out)]
     assert plan.processes == 2 and plan.launcher == "horovodrun" and not plan.placement
     # without nproc_per_node: one rank per visible GPU, at least one
-    assert horovod_hosts(HorovodrunLaunch(), gpu_count=8) == (8, "localhost:8")
-    assert horovod_hosts(HorovodrunLaunch(), gpu_count=0) == (1, "localhost:1")
-    assert horovod_hosts(HorovodrunLaunch(hosts="localhost:4,node2:4")) == (8, "localhost:4,node2:4")
+    assert HorovodrunLaunch().hosts_arg(gpu_count=8) == (8, "localhost:8")
+    assert HorovodrunLaunch().hosts_arg(gpu_count=0) == (1, "localhost:1")
+    assert HorovodrunLaunch(hosts="localhost:4,node2:4").hosts_arg(gpu_count=0) == (8, "localhost:4,node2:4")
     with pytest.raises(LaunchError, match="first host must be this machine"):
-        horovod_hosts(HorovodrunLaunch(hosts="node2:4,localhost:4"))
+        HorovodrunLaunch(hosts="node2:4,localhost:4").hosts_arg(gpu_count=0)
     ddp = plan_launch(TorchrunLaunch(nproc_per_node=4), job, out, python="py")
     assert ddp.command[:5] == ["py", "-m", "torch.distributed.run", "--nproc-per-node=4", "--standalone"]
     assert ddp.processes == 4 and not ddp.placement

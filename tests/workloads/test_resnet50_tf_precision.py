@@ -74,7 +74,7 @@ sys.exit(workloads.rank.main(sys.argv[1:]))
 def test_a_refusing_workload_exits_2_with_its_message_and_no_traceback(tmp_path: Path) -> None:
     """The rank records a WorkloadRefused as the run's error and exits 2 without a traceback."""
     job = resolve("resnet50-cpu", overrides=["batch_size=2", "image_size=64", "precision=fp32"]).job()
-    (tmp_path / "job.json").write_text(json.dumps(job))
+    job.write(tmp_path / "job.json")
     out = tmp_path / "rank.json"
     argv = ["--job", str(tmp_path / "job.json"), "--out", str(out)]
     proc = subprocess.run(

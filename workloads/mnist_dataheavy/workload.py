@@ -11,6 +11,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from harness.workload import Workload
 from workloads.checks import check_loss
 from workloads.mnist_dataheavy.chain import TorchChain, cpu_ms_per_sample
 from workloads.mnist_dataheavy.data import PreprocessedMnist, cycle, make_loader
@@ -24,7 +25,7 @@ PROBE_SETTLE_S = 3.0
 many seconds (``TfBatches.probe``): set-up time, not warm-up, that records which workers serve the run."""
 
 
-class MnistDataHeavy:
+class MnistDataHeavy(Workload):
     """The PyTorch MNIST example net, trained with Adadelta on NLL loss, on batches of
     ``batch_size`` images 1 x 28 x 28 that a CPU-heavy chain preprocessed.
 

@@ -63,3 +63,14 @@ class NumaDDP(ResNet50CPU):
         self._flag.fill_(1 if local_done else 0)
         dist.all_reduce(self._flag, op=dist.ReduceOp.MIN)
         return bool(self._flag.item())
+
+    def all_gather(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every rank's ``obj``, in rank order (``torch.distributed.all_gather_object`` over gloo)."""
+        gathered: list[Any] = [None] * self.world_size
+        dist.all_gather_object(gathered, obj)
+        return gathered
+
+    def shutdown(self) -> None:
+        """Leave the job: destroy the process group."""
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 import torchvision
 
+from harness.workload import Workload
 from workloads.checks import check_loss
 from workloads.cpu_precision import resolve_params
 from workloads.resnet50_cpu.data import SyntheticImages, cycle, imagefolder, make_loader
@@ -16,7 +17,7 @@ from workloads.resnet50_cpu.evaluation import EvalSet, eval_split, evaluate
 from workloads.resnet50_cpu.params import ResNet50CPUParams
 
 
-class ResNet50CPU:
+class ResNet50CPU(Workload):
     """torchvision ResNet-50 trained with SGD and cross-entropy on CPU.
 
     Implements :class:`harness.workload.Workload`. One ``step`` is zero_grad,

@@ -27,6 +27,7 @@ import torch.distributed as dist
 import torchvision
 from torch.utils.data import DataLoader, DistributedSampler
 
+from harness.workload import Workload
 from workloads.checks import NonFiniteLossError, check_loss
 from workloads.resnet50_cpu.data import DataError, imagefolder
 from workloads.resnet50_gpu.engine import EngineError, join_engine, local_rank, local_size
@@ -35,7 +36,7 @@ from workloads.resnet50_gpu.params import ResNet50GPUParams
 __all__ = ["DataError", "EngineError", "NonFiniteLossError", "ResNet50GPU"]
 
 
-class ResNet50GPU:
+class ResNet50GPU(Workload):
     """torchvision ResNet-50, SGD and cross-entropy, data-parallel over ``world_size`` ranks.
 
     Implements :class:`harness.workload.Workload`. A step is zero_grad, forward under

@@ -28,6 +28,7 @@ import horovod
 import horovod.tensorflow as hvd
 
 from harness.system import read_isa
+from harness.workload import Workload
 from workloads.checks import NonFiniteLossError, WorkloadRefused
 from workloads.mnist_dataheavy.reach import check_reachable
 from workloads.resnet50_tf.data import Batch, first_batch, imagefolder_dataset, normalize, on_service, synthetic_batch
@@ -46,12 +47,11 @@ def _version(dist: str) -> str | None:
         return None
 
 
-class ResNet50TF:
+class ResNet50TF(Workload):
     """ResNet-50 (``tf.keras.applications.ResNet50``, random weights) trained with SGD and sparse
     categorical cross-entropy, data-parallel over Horovod.
 
-    Implements :class:`harness.workload.Workload` plus the distributed hooks of
-    ``workloads.rank``: ``agree_done``, ``all_gather`` and ``shutdown``.
+    Implements :class:`harness.workload.Workload` with its distributed hooks (agree_done, all_gather, shutdown).
 
     Layout: NHWC (``channels_last``), TensorFlow's default and what its CPU (oneDNN) and GPU
     (cuDNN) convolutions prefer; inputs are uint8 images normalized inside the step.

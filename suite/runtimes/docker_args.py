@@ -1,6 +1,6 @@
 """The ``docker run`` of one rank, as a pure function of its inputs, and the docker options of
 ``trainbench run`` (``--runtime docker``). No Docker SDK here: the command line builds these
-options without importing it; :mod:`suite.containers.runtime` checks the engine and the image.
+options without importing it; :mod:`suite.runtimes.docker` checks the engine and the image.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.system import PERF_ENV_PATTERN
 from suite.containers.errors import ContainerError
-from suite.run.launch import LaunchPlan
+from suite.launchers import LaunchPlan
 
 SIZE_PATTERN = re.compile(r"^[0-9]+(\.[0-9]+)?[bkmgBKMG]?$")
 """Docker's size syntax: bytes, or a number with a b/k/m/g unit (e.g. 512m, 8g)."""

@@ -1,6 +1,6 @@
 """Placement of distributed ranks: one rank per NUMA node, from sysfs or an explicit override.
 
-A slot is ``{"node": i, "cpus": cpulist, "mems": nodelist}``: the rank in slot i is
+A slot (:class:`workloads.job.PlacementSlot`) is a node id, a cpulist and a nodelist: the rank in slot i is
 bound with ``numactl --physcpubind=cpus --membind=mems`` and runs one OpenMP thread
 per CPU. The override serves machines with fewer nodes and tests (e.g. ``"0;1"``:
 two pseudo-nodes of one core each, memory from the real node holding those cores).
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from harness.system import numa_topology, parse_cpulist
+from workloads.job import PlacementSlot
 
 
 class PlacementError(ValueError):
@@ -32,7 +33,7 @@ def _home_node(cpus: list[int], nodes: list[dict[str, object]]) -> int:
 
 def placement(
     topology: str | None, allowed: set[int] | None = None, nodes: list[dict[str, object]] | None = None
-) -> list[dict[str, str]]:
+) -> list[PlacementSlot]:
     """One slot per (pseudo-)node.
 
     Args:
@@ -46,7 +47,7 @@ def placement(
     """
     allowed = os.sched_getaffinity(0) if allowed is None else allowed
     nodes = numa_topology() if nodes is None else nodes
-    slots: list[dict[str, str]] = []
+    slots: list[PlacementSlot] = []
     if topology is None:
         if not nodes:
             nodes = [{"node": 0, "cpus": sorted(allowed)}]
@@ -55,7 +56,7 @@ def placement(
             assert isinstance(node_cpus, list)
             cpus = sorted(set(node_cpus) & allowed)
             if cpus:
-                slots.append({"node": str(n["node"]), "cpus": _fmt(cpus), "mems": str(n["node"])})
+                slots.append(PlacementSlot(node=str(n["node"]), cpus=_fmt(cpus), mems=str(n["node"])))
         if not slots:
             raise PlacementError("no NUMA node has a CPU this process may use")
         return slots
@@ -75,5 +76,5 @@ def placement(
             raise PlacementError(
                 f"topology slot {i} asks for memory node(s) {mem_nodes}; this machine has {sorted(known)}"
             )
-        slots.append({"node": str(i), "cpus": _fmt(cpus), "mems": _fmt(mem_nodes)})
+        slots.append(PlacementSlot(node=str(i), cpus=_fmt(cpus), mems=_fmt(mem_nodes)))
     return slots

@@ -1,11 +1,10 @@
-"""``trainbench run --runtime slurm``: the run as a Slurm job, supervised from the submitting host.
+"""Following a run's Slurm job from the submitting host, and reading back what its ranks measured.
 
-The ranks run the same rank command as a local run, started by the batch script of
-:mod:`suite.slurm.script` on the job's nodes; the run directory is on a filesystem
-shared by this host and the nodes, so the job file, every rank's measurement and
-progress log, and the supervisor's heartbeat are all in one place:
+The job runs the same rank as a local run, started by the batch script
+(:mod:`suite.runtimes.slurm_script`) on the job's nodes; the run directory is on a filesystem
+shared by this host and the nodes, so the job file, every rank's measurement and progress log,
+and the supervisor's heartbeat are all in one place:
 
-- the launch settings become the job's (:func:`suite.slurm.plan.job_config`);
 - the job is submitted and followed (:func:`launch_job`): its state changes are
   announced, rank 0's progress log feeds the live progress, a rank that finishes no step
   within ``startup_timeout_s`` / ``stall_timeout_s`` of the job starting gets the job
@@ -19,7 +18,6 @@ progress log, and the supervisor's heartbeat are all in one place:
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -28,16 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from suite.config import RunConfig
-from suite.run.launch import LaunchPlan
-from suite.run.leftovers import lost_supervisor_note, partial_ranks, tail_progress
-from suite.run.options import ProgressCallback
-from suite.run.supervise import INTERRUPTED
+from suite.launchers import LaunchPlan
+from suite.runtimes.base import ProgressCallback, RunContext
+from suite.runtimes.leftovers import lost_supervisor_note, partial_ranks, tail_progress
+from suite.runtimes.slurm_script import RankCommand
+from suite.runtimes.supervise import INTERRUPTED
 from suite.slurm.client import JobInfo, SlurmClient
 from suite.slurm.errors import QueueTimeoutError, SlurmError
 from suite.slurm.follow import SCRIPT_NAME, cancel, describe_end, follow, submit
-from suite.slurm.options import SlurmOptions, SlurmRuntime
-from suite.slurm.plan import job_config, node_options, rank_for, title
-from suite.slurm.script import sbatch_script
+from suite.slurm.options import SlurmOptions
 from workloads.heartbeat import HEARTBEAT_NAME, Heartbeat
 from workloads.measurement import RankMeasurement
 
@@ -77,33 +74,28 @@ def _progress_bytes(run_dir: Path) -> int:
 
 
 def launch_job(
+    client: SlurmClient,
     config: RunConfig,
     run_dir: Path,
-    runtime: SlurmRuntime,
-    on_progress: ProgressCallback | None = None,
-    notify: Notify | None = None,
-    on_plan: Callable[[LaunchPlan], None] | None = None,
-    on_submit: Callable[[str], None] | None = None,
-    run_uid: str | None = None,
+    script: str,
+    options: SlurmOptions,
+    rank: RankCommand,
+    ctx: RunContext,
 ) -> JobRun:
     """Submit the run as a job, follow it to its end, and read back what its ranks measured.
 
-    ``config`` is the job's (:func:`job_config`). While the job runs the supervisor beats
+    ``config`` is the job's (``SlurmRuntime.job_config``), ``script`` its batch script, submitted
+    with ``options`` and starting ``rank`` on every node. While the job runs the supervisor beats
     its heartbeat in the run directory (the ranks stop within seconds when it stops).
 
-    ``on_plan`` receives the recorded plan before submission, ``on_submit`` the job id. A job
+    ``ctx.on_plan`` receives the recorded plan before submission, ``ctx.on_submit`` the job id. A job
     that stays pending past ``--queue-timeout`` is cancelled; its measurement (no steps) says so.
 
     Raises:
         SlurmError: sbatch refused the job (nothing ran; the run directory is removed), or
             the controller stopped answering.
     """
-    say = notify or (lambda _: None)
-    client = SlurmClient()
-    _, options = job_config(config, runtime)
-    options, _ = node_options(options, client)
-    rank = rank_for(config, run_dir)
-    script = sbatch_script(options, rank, run_dir, title(config, options))
+    say = ctx.say
     plan = LaunchPlan(
         command=["sbatch", str(run_dir / SCRIPT_NAME)],
         env_set=rank.env,
@@ -114,22 +106,21 @@ def launch_job(
     )
     heartbeat = Heartbeat(run_dir / HEARTBEAT_NAME).start()
     try:
-        job_doc: dict[str, Any] = {**config.job(), "lifeline": heartbeat.job_entry()}
-        if run_uid is not None:  # every rank's harness holds the run's identity
-            job_doc["run_uid"] = run_uid
-        (run_dir / "job.json").write_text(json.dumps(job_doc, indent=1))
-        if on_plan is not None:
-            on_plan(plan)
+        # every rank's harness holds the run's identity
+        job = config.job().model_copy(update={"lifeline": heartbeat.job_entry(), "run_uid": ctx.run_uid})
+        job.write(run_dir / "job.json")
+        if ctx.on_plan is not None:
+            ctx.on_plan(plan)
         try:
             job_id = submit(client, script, run_dir)
         except SlurmError:
             heartbeat.stop()
             shutil.rmtree(run_dir, ignore_errors=True)
             raise
-        if on_submit is not None:
-            on_submit(job_id)
+        if ctx.on_submit is not None:
+            ctx.on_submit(job_id)
         say(f"job {job_id} submitted: {options.nodes} node(s) x {options.ntasks_per_node} rank(s) ({client.where()})")
-        info, why = _follow(client, job_id, run_dir, config, options, on_progress, say)
+        info, why = _follow(client, job_id, run_dir, config, options, ctx.on_progress, say)
     finally:
         heartbeat.stop()
     measurement, code = _gather(run_dir, info, why, options.ntasks)

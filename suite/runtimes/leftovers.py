@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from harness.records import StepRecord
-from suite.run.options import ProgressCallback
+from suite.runtimes.base import ProgressCallback
 from workloads.heartbeat import Heartbeat
 from workloads.lifeline import LOST_SUPERVISOR, TIMEOUT_S
 from workloads.measurement import RankMeasurement

@@ -1,7 +1,7 @@
-"""``trainbench run --runtime docker``: the same rank command, inside the workload's image.
+"""``--runtime docker``: the same rank command as a local run, inside the workload's image.
 
-The runner plans the rank exactly as for a local run, then hands the plan to the
-wrapper made here (``RunOptions.wrap``), which puts it inside ``docker run``:
+The launcher plans the rank exactly as for a local run, then :meth:`DockerRuntime.wrap` puts
+the plan inside ``docker run``:
 
 - the run directory is mounted read-write at the same absolute path, so the job,
   measurement and progress files are shared with the parent process on the host,
@@ -14,7 +14,9 @@ wrapper made here (``RunOptions.wrap``), which puts it inside ``docker run``:
 - ``--init`` forwards Ctrl-C to the rank, which then writes what it measured;
 - the exit status of ``docker run`` is the rank's, so it propagates unchanged.
 
-The image is started by id, and that id goes into the result (``runtime.image_id``).
+The image is started by id, and that id goes into the result (``runtime.image_id``). The
+Docker SDK is imported only when the runtime is prepared, so the command line starts
+without it.
 """
 
 from __future__ import annotations
@@ -25,34 +27,29 @@ import dataclasses
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import docker
-from docker.errors import APIError, NotFound
+from suite.config import RunConfig
+from suite.containers.errors import ContainerError, ImageMissingError
+from suite.launchers import LaunchPlan
+from suite.runtimes.base import Ran, RunContext
+from suite.runtimes.docker_args import DockerRunOptions, docker_run_command, image_reference, run_as
+from suite.runtimes.local import LocalRuntime, visible_gpus
+from suite.runtimes.supervise import launch_rank
 
-from suite.config import InlineLaunch, RunConfig, RunCpuLaunch
-from suite.containers.docker_args import DockerRunOptions, docker_run_command, image_reference, run_as
-from suite.containers.engine import ContainerError, connect, docker_cli, engine_location
-from suite.containers.images import IMAGES, LABEL_BASE, LABEL_INPUTS, LABEL_PARENT, find_image, inputs_digest
-from suite.run.launch import LaunchPlan
+__all__ = ["DockerRunOptions", "DockerRuntime", "ImageMissingError", "image_reference", "stale_image_note"]
 
-__all__ = ["DockerRunOptions", "ImageMissingError", "image_reference", "prepare", "stale_image_note"]
-
-
-class ImageMissingError(ContainerError):
-    """The workload's image is not in the local engine."""
-
-
-def _remove_container(client: docker.DockerClient, name: str) -> None:
-    """Remove container ``name`` if it is still there (its rank outlived the docker client)."""
-    with contextlib.suppress(NotFound, APIError):
-        client.containers.get(name).remove(force=True)
+Wrap = Callable[[LaunchPlan, Path], LaunchPlan]
+"""The local launch plan and the run directory -> the same plan inside ``docker run``."""
 
 
 def stale_image_note(image: Any, ref: str) -> str | None:
     """A warning when a trainbench image was built from other inputs than this checkout's
     (e.g. the code changed since ``make images``), else None."""
+    from suite.containers.images import IMAGES, LABEL_BASE, LABEL_INPUTS, LABEL_PARENT, inputs_digest
+
     labels = image.labels or {}
     name = ref.split(":", 1)[0]
     if name not in IMAGES or LABEL_INPUTS not in labels or LABEL_BASE not in labels:
@@ -80,10 +77,8 @@ def _give_back(run_dir: Path, owner: tuple[int, int]) -> None:
             os.lchown(path, *owner)
 
 
-def prepare(
-    config: RunConfig, options: DockerRunOptions, warn: Callable[[str], None] | None = None
-) -> Callable[[LaunchPlan, Path], LaunchPlan]:
-    """Check the engine and the image, and return the ``RunOptions.wrap`` for a docker run.
+def prepare(config: RunConfig, options: DockerRunOptions, warn: Callable[[str], None] | None = None) -> Wrap:
+    """Check the engine and the image, and return the wrapper that puts a local plan inside ``docker run``.
 
     Args:
         config: the resolved run config (its ``image`` unless ``options.image``).
@@ -92,9 +87,12 @@ def prepare(
 
     Raises:
         ContainerError: a bad option, or no docker CLI.
-        suite.containers.engine.EngineUnavailableError: no engine is reachable.
+        suite.containers.errors.EngineUnavailableError: no engine is reachable.
         ImageMissingError: the image is not in the engine; the message says how to build it.
     """
+    from suite.containers.engine import connect, docker_cli, engine_location, remove_container
+    from suite.containers.images import IMAGES, find_image
+
     options.validate()
     docker_exe = docker_cli()
     client = connect()
@@ -122,9 +120,7 @@ def prepare(
             raise ContainerError(f"data_dir {data_dir}: no such directory (it is mounted read-only into the container)")
         read_only.append(path)
     gpus = options.gpus or ("all" if config.requires_gpu else None)
-    effective = DockerRunOptions(
-        options.image, options.cpuset_cpus, options.memory, options.shm_size, gpus, options.network, options.mounts
-    )
+    effective = dataclasses.replace(options, gpus=gpus)
 
     def wrap(plan: LaunchPlan, run_dir: Path) -> LaunchPlan:
         run_dir = run_dir.resolve()
@@ -145,11 +141,55 @@ def prepare(
             read_only=read_only,
             labels={"org.trainbench.workload": config.workload, "org.trainbench.run-dir": str(run_dir)},
             host_env=dict(os.environ),
-            cap_sys_nice=isinstance(config.launch, InlineLaunch | RunCpuLaunch)
-            and config.launch.numa_nodes is not None,
+            cap_sys_nice=config.launch.binds_memory(),
         )
-        atexit.register(_remove_container, client, name)
+        atexit.register(remove_container, client, name)
         # the rank count and placement stay the launcher's: the runner reads them to gather ranks
         return dataclasses.replace(plan, command=command, runtime="docker", image=ref, image_id=str(image.id))
 
     return wrap
+
+
+@dataclass
+class DockerRuntime(LocalRuntime):
+    """``--runtime docker``: the ranks run in the workload's image, supervised from this host.
+
+    Attributes:
+        options: the docker options (``--image``, ``--cpuset-cpus``, ``--memory``, ...).
+        warn: receives a warning when the image is older than the checkout's sources.
+    """
+
+    name: str = "docker"
+    options: DockerRunOptions = field(default_factory=DockerRunOptions)
+    warn: Callable[[str], None] | None = None
+    _prepared: dict[str, Wrap] = field(default_factory=dict, repr=False, compare=False)
+
+    def preflight(self, config: RunConfig, output_dir: Path) -> None:
+        """The local checks a container shares (launch plan, a GPU on the host), then the engine and the
+        image (once per image and workload: a sweep's points reuse it).
+
+        Raises:
+            ContainerError: no engine, no image, or a bad docker option.
+            suite.launchers.LaunchError, suite.errors.PreflightError: as for a local run.
+        """
+        super().preflight(config, output_dir)
+        self.wrapper(config)
+
+    def check_launcher(self, config: RunConfig, gpus: int) -> None:
+        """Nothing: the image brings the launcher's tools (Horovod, numactl)."""
+        return None
+
+    def wrapper(self, config: RunConfig) -> Wrap:
+        """The ``docker run`` wrapper of ``config`` (prepared on first use).
+
+        Raises:
+            ContainerError: no engine, no image, or a bad docker option.
+        """
+        key = f"{config.workload}|{config.image}|{config.params.get('data_dir')}"
+        if key not in self._prepared:
+            self._prepared[key] = prepare(config, self.options, self.warn)
+        return self._prepared[key]
+
+    def run(self, config: RunConfig, run_dir: Path, ctx: RunContext) -> Ran:
+        """Start the ranks in the image and follow them to their end."""
+        return launch_rank(config, run_dir, ctx, self.wrapper(config), gpus=visible_gpus(config))

@@ -10,7 +10,6 @@ log (a write-ahead log), so a rank that dies still leaves its steps.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -21,11 +20,10 @@ from pathlib import Path
 import psutil
 
 from harness.procstat import ROOT_PID_ENV
-from suite.config import RunConfig, TorchrunLaunch
-from suite.run.header import planned_header
-from suite.run.launch import LaunchPlan, plan_launch
-from suite.run.leftovers import lost_supervisor_note, partial_ranks, steps_from_log, tail_progress
-from suite.run.options import ProgressCallback, Wrap
+from suite.config import RunConfig
+from suite.launchers import LaunchPlan, plan_launch
+from suite.runtimes.base import ProgressCallback, Ran, RunContext
+from suite.runtimes.leftovers import lost_supervisor_note, partial_ranks, steps_from_log, tail_progress
 from workloads.events import events_path
 from workloads.heartbeat import HEARTBEAT_NAME, Heartbeat
 from workloads.measurement import RankMeasurement
@@ -108,18 +106,17 @@ def _stop(proc: subprocess.Popen[bytes], sig: int) -> None:
 def launch_rank(
     config: RunConfig,
     run_dir: Path,
-    on_progress: ProgressCallback | None = None,
-    wrap: Wrap | None = None,
-    on_plan: Callable[[LaunchPlan], None] | None = None,
-    run_uid: str | None = None,
-    deadline_unix_s: float | None = None,
-) -> tuple[RankMeasurement | None, LaunchPlan, int]:
-    """Start the rank(s), follow their progress and return the measurement.
+    ctx: RunContext,
+    wrap: Callable[[LaunchPlan, Path], LaunchPlan] | None = None,
+    gpus: int = 0,
+) -> Ran:
+    """Start the rank(s) on this host (or in a container, through ``wrap``), follow their progress,
+    and return what they measured.
 
     While the ranks run, the supervisor beats a heartbeat in the run directory, which
     the job file names (:mod:`workloads.lifeline`): ranks whose supervisor dies, however
-    it dies, stop within seconds and keep what they measured. ``on_plan`` receives the
-    launch plan just before the ranks start.
+    it dies, stop within seconds and keep what they measured. ``ctx.announce`` receives the
+    local plan before it is wrapped, ``ctx.on_plan`` the plan that runs, just before the ranks start.
 
     On Ctrl-C (or SIGTERM to trainbench) the group is told to stop (SIGINT), given
     STOP_GRACE_S to write what it measured, then killed. If no rank finishes a first
@@ -130,55 +127,49 @@ def launch_rank(
     rank's records under ``ranks`` (gathered on global rank 0).
 
     Args:
-        run_uid: the run's identity, handed to every rank's harness (its ``Measurement.run_uid``).
-        deadline_unix_s: with a ``budget_s`` in the windows, the wall-clock instant the budget
-            ends (the command's start + ``budget_s``), handed to the rank, whose harness fits
-            the run into what is left of it.
+        wrap: the local plan and the run directory -> the plan to execute instead (the same
+            command inside ``docker run``); the run directory must be visible to the rank at the
+            same path.
+        gpus: GPUs visible to a workload that trains on them (0 for a CPU workload).
 
-    ``on_progress`` receives, besides each step record, events without step fields: first the
-    planned header (``{"event": "plan", ...}``: :func:`suite.run.header.planned_header`), then
-    what rank 0 reports in ``events.jsonl`` (its precision decision, environment and time
-    projection: :mod:`workloads.events`), each before the step it precedes.
+    ``ctx.on_progress`` receives, besides each step record, what rank 0 reports in
+    ``events.jsonl`` (its precision decision, environment and time projection:
+    :mod:`workloads.events`), each before the step it precedes.
 
     The ranks get ``TRAINBENCH_ROOT_PID`` = this process, so their samplers count the
     supervisor, the launcher and every sibling rank as the run, and only other processes
     as interference.
-
-    Returns:
-        (measurement, the launch plan that ran, exit_code). The measurement is None when
-        this host's ranks of a multi-host run finished and global rank 0, which writes
-        the result, ran on another host.
     """
     job = run_dir / "job.json"
     out = run_dir / "measurement.json"
     progress = run_dir / "progress.jsonl"
     log = run_dir / "rank0.log"
-    plan = plan_launch(config.launch, job, out, progress)
-    job_doc = config.job()
-    if plan.placement:
-        job_doc["placement"] = plan.placement
-    if run_uid is not None:
-        job_doc["run_uid"] = run_uid
-    if deadline_unix_s is not None and config.windows.budget_s is not None:
-        job_doc["deadline_unix_s"] = deadline_unix_s
+    plan = plan_launch(config.launch, job, out, progress, gpus=gpus)
+    deadline = ctx.deadline_unix_s if config.windows.budget_s is not None else None
     heartbeat = Heartbeat(run_dir / HEARTBEAT_NAME).start()
     try:
-        job_doc["lifeline"] = heartbeat.job_entry()
-        job.write_text(json.dumps(job_doc, indent=1))
-        if on_progress is not None:
-            on_progress(planned_header(config, plan.environ()))
+        config.job().model_copy(
+            update={
+                "placement": plan.placement,
+                "run_uid": ctx.run_uid,
+                "deadline_unix_s": deadline,
+                "lifeline": heartbeat.job_entry(),
+            }
+        ).write(job)
+        if ctx.announce is not None:
+            ctx.announce(plan)
         if wrap is not None:
             plan = wrap(plan, run_dir)
-        if on_plan is not None:
-            on_plan(plan)
-        code, interrupted, hung_s = _supervise(plan, config, run_dir, log, progress, on_progress)
+        if ctx.on_plan is not None:
+            ctx.on_plan(plan)
+        code, interrupted, hung_s = _supervise(plan, config, run_dir, log, progress, ctx.on_progress)
     finally:
         heartbeat.stop()  # after the ranks have ended: a rank still running would now stop
     reason = INTERRUPTED if interrupted else f"{death_reason(code, hung_s)}; see {log}"
     measurement = RankMeasurement.read(out)
     hosts = config.launch.host_count()
     if hosts > 1 and code == 0 and not interrupted and not out.exists():
-        return None, plan, code
+        return Ran(None, plan, code)
     m = measurement or RankMeasurement()
     distributed = plan.processes > 1 or hosts > 1
     if distributed and not (m.complete and m.ranks):
@@ -192,7 +183,7 @@ def launch_rank(
     note = lost_supervisor_note(m.error, heartbeat)
     if note is not None:
         m.error = f"{m.error}; {note}"
-    return m, plan, code
+    return Ran(m, plan, code)
 
 
 def _supervise(
@@ -247,9 +238,3 @@ def _supervise(
     tail_progress(events, ev_offset, on_progress)
     tail_progress(progress, offset, on_progress)
     return proc.returncode, interrupted, hung_s
-
-
-def compares_single(config: RunConfig, plan: LaunchPlan) -> bool:
-    """True when a complete run of ``config`` is followed by the single-process comparison
-    (torchrun with NUMA placement and ``compare_single``)."""
-    return bool(plan.placement) and isinstance(config.launch, TorchrunLaunch) and config.launch.compare_single

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from suite.run.options import LaunchError
+from suite.launchers.base import LaunchError
 
 ALLOCATORS: dict[str, tuple[str, str]] = {
     "jemalloc": ("libjemalloc.so.2", "libjemalloc2"),
