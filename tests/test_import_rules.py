@@ -1,5 +1,9 @@
 """The layers' import rules, read from the source with ``ast`` (shared/DESIGN.md: one dependency rule).
 
+- the stack (:data:`STACK`): every module imports only modules of its own layer or of the layers
+  below it, so no import runs back up (the command line on top; WHERE ranks run,
+  ``suite/runtimes/``, above HOW they start, ``suite/launchers/``; the workloads and the harness
+  at the bottom);
 - ``harness/`` imports nothing of ``suite/`` or ``workloads/``, nor MLflow, click or Docker;
 - ``workloads/`` imports nothing of ``suite/``;
 - only ``suite/validation/`` and the command line (``suite/commands/``) import ``suite/validation/``:
@@ -27,6 +31,39 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGES = ("harness", "workloads", "suite")
+
+STACK: list[tuple[str, ...]] = [
+    ("suite.__main__", "suite.commands"),  # the command line: one click group, one module per area
+    ("suite.bench",),  # the developers' benchmarks that print figures
+    ("suite.ladder",),  # many configs through run/, under one MLflow parent
+    ("suite.validation", "suite.compare", "suite.export"),  # readers of results: checker, comparison, MLPerf
+    ("suite.run",),  # one run end to end: preflight, claim, run via a runtime, build the result, finish
+    ("suite.runtimes",),  # WHERE the ranks run: local, docker, slurm
+    ("suite.slurm",),  # the Slurm client, the node-side helpers, the demo cluster
+    ("suite.containers",),  # images, builds, locks, the engine: the only Docker code
+    ("suite.datasets",),  # dataset downloads and the tf.data service
+    ("suite.tracking",),  # the only MLflow code
+    ("suite.labels",),  # what a result is labelled with (division, precision, placement)
+    ("suite.systems", "suite.rules"),  # system descriptions; the division rules
+    ("suite.specs",),  # workload specs and profiles, resolved into a run config
+    ("suite.results",),  # the result model, its schema, its files
+    ("suite.cost",),  # samples per dollar and the price table
+    ("suite.config",),  # the run config
+    ("suite.launchers",),  # HOW the ranks start: inline, run_cpu, torchrun, horovodrun
+    (
+        "suite",
+        "suite.errors",
+        "suite.files",
+        "suite.console",
+        "suite.markdown",
+        "suite.tables",
+        "suite.extras",
+        "suite.provenance",
+    ),  # errors, bounded file readers, terminal and Markdown output
+    ("workloads",),  # what is trained; never times itself
+    ("harness",),  # measurement only
+]
+"""The layers, top to bottom: a module may import its own layer and the layers below it."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +152,34 @@ def _importers_of(target: str) -> dict[str, list[str]]:
             if imp.module == target or imp.module.startswith(target + "."):
                 out.setdefault(name, []).append(_where(name, imp))
     return out
+
+
+def _layer(module: str) -> int | None:
+    """The index in :data:`STACK` of the longest prefix that ``module`` falls under (None: not trainbench's)."""
+    best: tuple[int, int] | None = None
+    for i, prefixes in enumerate(STACK):
+        for p in prefixes:
+            if module == p or (module.startswith(p + ".") and p != "suite"):
+                if best is None or len(p) > best[0]:
+                    best = (len(p), i)
+    return best[1] if best is not None else None
+
+
+def test_every_trainbench_module_has_a_layer() -> None:
+    assert [name for name in MODULES if _layer(name) is None] == []
+
+
+def test_no_import_runs_back_up_the_stack() -> None:
+    """Every import, lazy ones included (those under ``if TYPE_CHECKING:`` too: a type names a layer
+    as much as a call does), goes to the importer's own layer or a layer below it."""
+    up = []
+    for name in MODULES:
+        mine = _layer(name)
+        for imp in imports_of(name):
+            theirs = _layer(imp.module)
+            if mine is not None and theirs is not None and theirs < mine:
+                up.append(f"{_where(name, imp)} ({STACK[mine][0]} -> {STACK[theirs][0]})")
+    assert up == []
 
 
 def test_harness_imports_no_suite_workloads_mlflow_click_or_docker() -> None:

@@ -6,8 +6,9 @@
 2. Local and container: blocks of steps interleaved between a long-lived rank on the host
    and one in the workload's image (:mod:`suite.bench.container`); docker/local with its
    95% CI and what the two sides ran with. Goal: within [0.98, 1.02].
-3. The CPU optimization ladder on this machine (fp32, bf16, bf16+channels_last,
-   +torch.compile, +jemalloc), each run through the real `trainbench run` path,
+3. The CPU optimization ladder on this machine (the rungs fp32, bf16, channels_last, compile and
+   allocator of :mod:`suite.ladder.rungs`, skipped where they cannot help here), each run
+   through the real `trainbench run` path,
    printed beside the seed study's c7i.2xlarge table and the bare-loop figures
    measured on this project's 2-vCPU Zen 4 machine (shared/CONTEXT.md).
 """
@@ -35,66 +36,54 @@ from suite.bench.overhead import describe as describe_overhead
 from suite.bench.sessions import WorkerError
 from suite.console import warn
 from suite.containers.errors import ContainerError
+from suite.ladder.rungs import LABELS, plan_ladder, this_host
 from suite.launchers.allocators import GLIBC_MALLOC_TUNABLES, pin_glibc_malloc
 from suite.run.execute import execute
 from suite.run.options import RunError, RunOptions
-from suite.specs import resolve
+
+BENCH_RUNGS = ("fp32", "bf16", "channels_last", "compile", "allocator")
+"""The rungs of the CPU ladder (:mod:`suite.ladder.rungs`, their one home) that the bench climbs."""
 
 SEED_C7I: dict[str, float | None] = {
     "fp32": 9.12,
     "bf16": 24.34,
-    "bf16+channels_last": 37.93,
-    "+compile": None,  # the study found compile helped only WITHOUT channels_last
-    "+jemalloc": 39.05,  # the study's next rung was run_cpu (tcmalloc + Intel OpenMP)
+    "channels_last": 37.93,
+    "compile": None,  # the study found compile helped only WITHOUT channels_last
+    "allocator": 39.05,  # the study's next rung was run_cpu (tcmalloc + Intel OpenMP)
 }
 """samples/s, batch 128, c7i.2xlarge. Source: C. Rand, "Training AI Models on CPU", Sep 2024."""
 
 BARE_HERE: dict[str, float | None] = {
     "fp32": 4.31,
     "bf16": 10.72,
-    "bf16+channels_last": 13.36,
-    "+compile": None,
-    "+jemalloc": None,
+    "channels_last": 13.36,
+    "compile": None,
+    "allocator": None,
 }
 """samples/s, bare loop, batch 16, 2-vCPU AMD EPYC Zen 4, torch 2.14.1 (shared/CONTEXT.md)."""
 
-LADDER: list[tuple[str, list[str]]] = [
-    ("fp32", ["precision=fp32", "channels_last=false"]),
-    ("bf16", ["precision=bf16", "channels_last=false"]),
-    ("bf16+channels_last", ["precision=bf16", "channels_last=true"]),
-    ("+compile", ["precision=bf16", "channels_last=true", "compile=inductor"]),
-    ("+jemalloc", ["precision=bf16", "channels_last=true", "compile=inductor", "allocator=jemalloc"]),
-]
-
 
 def ladder(batch_size: int, steps: int, output_dir: Path, console: Console) -> dict[str, float | None]:
-    """Run each rung through the real run path; returns samples/s per rung (None if it failed)."""
+    """Run each rung of :data:`BENCH_RUNGS` that can help here through the real run path; returns samples/s
+    per rung (None if it was skipped, with the reason printed, or failed)."""
+    windows = ["warmup_steps=3", "warmup_seconds=0", f"measure_steps={steps}", "measure_seconds=0", "repeats=1"]
+    plans = plan_ladder("resnet50-cpu", "quick", [f"batch_size={batch_size}", *windows], list(BENCH_RUNGS), this_host())
     figures: dict[str, float | None] = {}
-    for name, overrides in LADDER:
-        config = resolve(
-            "resnet50-cpu",
-            "quick",
-            [
-                *overrides,
-                f"batch_size={batch_size}",
-                "warmup_steps=3",
-                "warmup_seconds=0",
-                f"measure_steps={steps}",
-                "measure_seconds=0",
-                "repeats=1",
-            ],
-        )
+    for plan in plans:
+        figures[plan.name] = None
+        if plan.config is None:
+            console.print(f"{plan.label:<20} skipped: {escape(str(plan.skip))}")
+            continue
         t0 = time.perf_counter()
         try:
-            outcome = execute(config, RunOptions(output_dir=output_dir, tracking_uri=None))
+            outcome = execute(plan.config, RunOptions(output_dir=output_dir, tracking_uri=None))
         except RunError as exc:
-            console.print(f"[red]{name} failed:[/red] {escape(str(exc))}")
-            figures[name] = None
+            console.print(f"[red]{plan.label} failed:[/red] {escape(str(exc))}")
             continue
         s = outcome.result.summary
-        figures[name] = s.throughput if s else None
+        figures[plan.name] = s.throughput if s else None
         console.print(
-            f"{name:<20} {figures[name] or 0:8.2f} samples/s  ({time.perf_counter() - t0:.0f} s, "
+            f"{plan.label:<20} {figures[plan.name] or 0:8.2f} samples/s  ({time.perf_counter() - t0:.0f} s, "
             f"first step {s.first_step_s if s else 0:.1f} s) -> {outcome.result_path}"
         )
     return figures
@@ -117,10 +106,10 @@ def ladder_table(figures: dict[str, float | None], batch_size: int, console: Con
         "x fp32",
     ):
         t.add_column(col, justify="right" if col != "rung" else "left")
-    for name, _ in LADDER:
+    for name in BENCH_RUNGS:
         v = figures.get(name)
         t.add_row(
-            name,
+            LABELS[name],
             "-" if v is None else f"{v:.2f}",
             _x(v, figures.get("fp32")),
             "-" if BARE_HERE[name] is None else f"{BARE_HERE[name]:.2f}",
@@ -130,7 +119,7 @@ def ladder_table(figures: dict[str, float | None], batch_size: int, console: Con
         )
     console.print(t)
     console.print(
-        "seed '+jemalloc' cell is the study's run_cpu rung (tcmalloc + Intel OpenMP); its compile "
+        "seed '+ allocator' cell is the study's run_cpu rung (tcmalloc + Intel OpenMP); its compile "
         "rung was measured without channels_last only (+~27%)."
     )
 

@@ -164,7 +164,7 @@ def run_ladder(
     return cells
 
 
-def report(cells: list[Rung], console: Console) -> None:
+def print_gpu_table(cells: list[Rung], console: Console) -> None:
     """Print the ladder table, the anchors and the verdict on the 3,000 images/s target."""
     t = Table(title="ResNet-50 GPU ladder (resnet50-gpu-horovod, each cell through `trainbench run`)")
     for col in ("rung", "batch/GPU", "images/s", "per GPU", "% of bf16 peak", *ANCHORS):
@@ -219,6 +219,6 @@ def main(
         doc["complete"] = True
     except KeyboardInterrupt:
         console.print(f"[yellow]bench-gpu interrupted after {len(cells)} cell(s)[/yellow]")
-    report(cells, console)
+    print_gpu_table(cells, console)
     save(cells)
     return doc

@@ -36,7 +36,7 @@ from suite.datasets.service import LocalService
 from suite.run.execute import execute
 from suite.run.options import RunError, RunOptions
 from suite.run.sweep import SweepSpec, run_sweep
-from suite.run.sweep_report import sweep_table
+from suite.run.sweep_table import sweep_table
 from suite.specs import resolve
 
 WORKLOAD = "mnist-dataheavy"

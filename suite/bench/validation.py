@@ -91,9 +91,9 @@ def synthetic_measurement(steps: int, seed: int = 14, warmup: int = 1) -> dict[s
 
 def write_large_result(steps: int, directory: Path) -> Path:
     """A sealed result of ``steps`` measured steps written to ``directory/result.json``."""
+    from suite.launchers import LaunchPlan
     from suite.results import write_result
     from suite.run.assemble import build_result
-    from suite.launchers import LaunchPlan
     from suite.run.options import RunOptions
     from suite.specs import resolve
     from workloads.measurement import RankMeasurement

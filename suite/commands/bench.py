@@ -140,9 +140,9 @@ def bench_mnist(
     (a process, and with --service-image also a container).
     """
     from suite.bench.mnist import BenchSettings, main
-    from suite.runtimes.docker_args import image_reference
     from suite.containers.errors import ContainerError
     from suite.datasets.service import DataServiceError
+    from suite.runtimes.docker_args import image_reference
 
     image = image_reference(service_image) if service_image else None
     if image:  # before part 1's minutes of measurement, not after them

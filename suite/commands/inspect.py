@@ -90,7 +90,7 @@ def _flags(flags: dict[str, bool]) -> str:
 @click.command()
 def prices() -> None:
     """Show the versioned price table used for samples per dollar."""
-    from suite.prices import load_price_table
+    from suite.cost.prices import load_price_table
 
     table = load_price_table()
     t = Table("provider", "instance type", "pricing", "region", "USD/hour", "date", "source")

@@ -55,9 +55,9 @@ def ladder(
     (throughput, 95% CI, ratio to fp32, and whether each step up is significant) and writes
     ladder.json, ladder.png and best-config.json (run it again with `trainbench run --config FILE`).
     """
-    from suite.ladder.report import ladder_table
     from suite.ladder.rungs import RungPlan, parse_rungs, this_host
     from suite.ladder.runner import run_ladder
+    from suite.ladder.table import ladder_table
     from suite.run.options import RunOptions
     from suite.run.progress import LiveProgress
     from suite.tracking import default_tracking_uri

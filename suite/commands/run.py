@@ -193,7 +193,7 @@ def _sweep(workload: str, profile: str | None, overrides: list[str], sweep_text:
     """
     from suite.run.progress import LiveProgress
     from suite.run.sweep import parse_sweep, run_sweep
-    from suite.run.sweep_report import sweep_table
+    from suite.run.sweep_table import sweep_table
     from suite.tables import layout_width, print_table
 
     spec = parse_sweep(sweep_text)

@@ -149,7 +149,7 @@ def _price(
     price_date: str | None,
     no_price: str | None,
 ) -> Price:
-    from suite.prices import load_price_table, lookup
+    from suite.cost.prices import load_price_table, lookup
 
     if no_price:
         if price_per_hour is not None:

@@ -32,8 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from suite.export.system_fields import SUBMISSION_STATUS, MLPerfSystemFields
 from suite.results import Result
+from suite.systems.mlperf_fields import SUBMISSION_STATUS, MLPerfSystemFields
 from workloads.evaluation import EVALUATION_KEY
 
 BENCHMARK = "resnet"

@@ -33,10 +33,10 @@ from pydantic import ValidationError
 from suite.errors import BadInput
 from suite.export.mllog_writer import BENCHMARK, write_mllog
 from suite.export.system_desc import SystemFieldError, contradictions, mlperf_fields
-from suite.export.system_fields import MLPerfSystemFields, precheck
 from suite.files import FileProblem, read_bounded, read_json
 from suite.results import Result, ResultError, read_result
 from suite.systems import SYSTEM_NAME_PATTERN, SystemDescription
+from suite.systems.mlperf_fields import MLPerfSystemFields, precheck
 from workloads.evaluation import EVALUATION_KEY
 
 RESNET_WORKLOADS = ("numa-ddp", "resnet50-cpu", "resnet50-gpu-horovod", "resnet50-tf-horovod")

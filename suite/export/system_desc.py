@@ -4,7 +4,7 @@ What is measured comes from the result's environment (``harness/system.py``'s ca
 CPU model and cores, memory, GPUs, libraries, OS); what no run can see (sockets, storage,
 networking, cooling, memory configuration, interconnects, availability) is given by the
 submitter as ``--mlperf-field NAME=VALUE`` pairs. Each field's source is written in
-:class:`suite.export.system_fields.MLPerfSystemFields`. Fields left undisclosed are empty
+:class:`suite.systems.mlperf_fields.MLPerfSystemFields`. Fields left undisclosed are empty
 strings and listed, so the CLI can say which ones the submitter may add; ``N/A`` is used
 only where a field does not apply (no accelerator, one processor, one node).
 """
@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from suite.errors import BadInput
-from suite.export.system_fields import REQUIRED_FIELDS, STATUSES, MLPerfSystemFields
 from suite.results import Result
 from suite.systems import SystemDescription
+from suite.systems.mlperf_fields import REQUIRED_FIELDS, STATUSES, MLPerfSystemFields
 
 SUPPLIED_FIELDS: tuple[str, ...] = (
     "status",

@@ -18,8 +18,8 @@ from pathlib import Path
 from suite.config import RunConfig
 from suite.errors import TrackingError
 from suite.ladder.outcome import LadderOutcome, RungOutcome, best_rung, compare_rungs
-from suite.ladder.report import write_outputs
 from suite.ladder.rungs import Host, RungPlan, plan_ladder
+from suite.ladder.table import write_outputs
 from suite.results import Result, ResultError, read_result
 from suite.run.execute import execute
 from suite.run.options import ProgressCallback, RunError, RunOptions, new_stamped_dir

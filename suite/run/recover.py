@@ -43,8 +43,8 @@ from suite.files import FileProblem, read_json
 from suite.launchers import LaunchPlan
 from suite.results import write_result
 from suite.run.assemble import build_result
-from suite.runtimes.leftovers import partial_ranks
 from suite.run.options import RunOptions
+from suite.runtimes.leftovers import partial_ranks
 from workloads.heartbeat import HEARTBEAT_NAME, INTERVAL_S
 from workloads.lifeline import GRACE_S, POLL_S, TIMEOUT_S
 from workloads.measurement import RankMeasurement

@@ -8,7 +8,7 @@ the sweep. The sweep writes ``sweep.json``, ``sweep.md`` (the table, with each
 point's 95% CI) and ``sweep.png`` (:mod:`suite.run.sweep_plot`) and logs them to the
 parent run, whose params say what was swept (``sweep.knob``, ``sweep.values``) and
 what was fixed (each ``--set`` as its own param), and whose metrics are the best
-point's (:mod:`suite.run.sweep_report`). Each child run gets ``sweep.knob`` and
+point's (:mod:`suite.run.sweep_table`). Each child run gets ``sweep.knob`` and
 ``sweep.value`` params (:mod:`suite.tracking.sweeps`), the x-axis for MLflow's charts.
 """
 
@@ -208,7 +208,7 @@ def run_sweep(
         ConfigError: a point is invalid (before anything runs).
         PreflightError, suite.cost.PriceTableError, suite.launchers.LaunchError: from the first point's preflight.
     """
-    from suite.run.sweep_report import point_steps
+    from suite.run.sweep_table import point_steps
 
     configs = plan_sweep(workload, profile, overrides, sweep)
     out = SweepOutcome(sweep, workload)
@@ -258,7 +258,7 @@ def _write_and_record(out: SweepOutcome, steps: list[int], opts: RunOptions) -> 
     """Write ``sweep.json``, ``sweep.md`` and ``sweep.png``; attach them, the best point's metrics and
     the per-point series to the parent run, and end it (FINISHED, FAILED or KILLED)."""
     from suite.run.sweep_plot import sweep_png
-    from suite.run.sweep_report import best_index, parent_metrics, parent_tags, sweep_markdown
+    from suite.run.sweep_table import best_index, parent_metrics, parent_tags, sweep_markdown
 
     assert out.directory is not None
     key, rows = out.sweep.key, [p.row() for p in out.points]

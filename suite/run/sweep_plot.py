@@ -26,7 +26,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from suite.markdown import plain
-from suite.run.sweep_report import best_index, ci_bounds
+from suite.run.sweep_table import best_index, ci_bounds
 
 LABEL_MAX = 40
 """Longest tick label kept, in characters (longer values keep their start and end)."""

@@ -2,7 +2,7 @@
 metrics are the best point's, and one child run per point (:func:`suite.tracking.runs.log_result`
 with ``parent_run_id``), each with the swept setting as a param.
 
-What the parent logs is decided by :mod:`suite.run.sweep_report`; this module only writes it.
+What the parent logs is decided by :mod:`suite.run.sweep_table`; this module only writes it.
 """
 
 from __future__ import annotations
@@ -85,10 +85,10 @@ def finish_parent_run(
     """Attach a sweep's metrics (name, value, step; logged in this order), tags and files, and end the run.
 
     Args:
-        metrics: :func:`suite.run.sweep_report.parent_metrics`.
+        metrics: :func:`suite.run.sweep_table.parent_metrics`.
         artifacts: the sweep's table (JSON and Markdown) and plot.
         status: ``FINISHED``, ``FAILED`` (a point failed) or ``KILLED`` (interrupted).
-        tags: :func:`suite.run.sweep_report.parent_tags`.
+        tags: :func:`suite.run.sweep_table.parent_tags`.
 
     Raises:
         TrackingError: the store could not be reached or refused the update.

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.cost import samples_per_dollar_or_none
-from suite.prices import PriceTableError, load_price_table, lookup
+from suite.cost.prices import PriceTableError, load_price_table, lookup
 from suite.specs import SPECS_DIR
 from suite.validation.bands import BandsFile, Citation
 from suite.validation.outcomes import ValidationReport

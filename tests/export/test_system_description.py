@@ -14,10 +14,10 @@ from pydantic import ValidationError
 from suite.export.checkers import check_result_log, check_system_description
 from suite.export.mlperf import ExportError, export_mlperf, read_system_description
 from suite.export.system_desc import SystemFieldError, mlperf_fields, parse_field_overrides, with_mlperf
-from suite.export.system_fields import REQUIRED_FIELDS, MLPerfSystemFields, precheck
 from suite.results import Result, read_result
 from suite.rules import load_rules
 from suite.systems import SYSTEM_SCHEMA_PATH, Price, describe
+from suite.systems.mlperf_fields import REQUIRED_FIELDS, MLPerfSystemFields, precheck
 from suite.validation.result_checks import CheckContext
 from suite.validation.submit import submit_results
 from tests.conftest import REPO, trainbench

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from suite.commands import TrainbenchGroup
 from suite.containers.errors import BuildError, ContainerError
+from suite.cost.prices import PriceTableError
 from suite.errors import (
     BadInput,
     Interrupted,
@@ -20,7 +21,6 @@ from suite.errors import (
     TrainbenchError,
 )
 from suite.launchers import InlineLaunch, LaunchError, plan_launch
-from suite.prices import PriceTableError
 from suite.results import ResultError
 from suite.run.options import RunError
 from suite.specs import ConfigError

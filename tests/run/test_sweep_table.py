@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from rich.console import Console
 
 from suite.run.sweep_plot import sweep_figure
-from suite.run.sweep_report import best_index, parent_metrics, point_steps, sweep_markdown, sweep_table
+from suite.run.sweep_table import best_index, parent_metrics, point_steps, sweep_markdown, sweep_table
 from tests.run.test_sweep_tracking import joined_lines, sticks_out
 
 matplotlib.use("Agg")

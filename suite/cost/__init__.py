@@ -11,7 +11,7 @@ The metric comes from C. Rand, "Instance Selection for Deep Learning" (Jun 2023)
 dollar = samples per second * 3600 / instance price per hour.
 
 Prices come either from the user (``--price-per-hour``) or from the versioned price table
-(:mod:`suite.prices`), where every entry carries its source and the month of that source.
+(:mod:`suite.cost.prices`), where every entry carries its source and the month of that source.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from suite.prices import (
+from suite.cost.prices import (
     DEFAULT_PRICE_TABLE_PATH,
     PRICINGS,
     SUPPORTED_TABLE_VERSIONS,

@@ -18,7 +18,7 @@ from suite.errors import BadInput
 from suite.files import FileProblem, parse_yaml, read_config_text
 
 #: The price table shipped with trainbench.
-DEFAULT_PRICE_TABLE_PATH: Path = Path(__file__).resolve().parent / "data" / "prices.yaml"
+DEFAULT_PRICE_TABLE_PATH: Path = Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
 
 #: Price-table format versions this module can read.
 SUPPORTED_TABLE_VERSIONS: tuple[int, ...] = (1,)

@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from suite.export.system_fields import MLPerfSystemFields
 from suite.results import Result
+from suite.systems.mlperf_fields import MLPerfSystemFields
 
 SYSTEM_SCHEMA_VERSION = 1
-SYSTEM_SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / f"system-v{SYSTEM_SCHEMA_VERSION}.schema.json"
+SYSTEM_SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / f"system-v{SYSTEM_SCHEMA_VERSION}.schema.json"
 MEMORY_TOLERANCE = 0.05
 """Relative difference allowed between described and recorded memory (firmware reserves some)."""
 PRICE_CURRENCY = "USD"

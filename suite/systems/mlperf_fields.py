@@ -11,7 +11,7 @@ MLPerf's own system files hold every value as a string (e.g. ``"number_of_nodes"
 so all 33 are strings here.
 
 This module imports nothing from the rest of the suite: trainbench's system description
-(``suite/systems.py``) holds these fields under its optional ``mlperf`` key.
+(``suite/systems/__init__.py``) holds these fields under its optional ``mlperf`` key.
 """
 
 from __future__ import annotations
