@@ -210,6 +210,17 @@ def step_spans(ms: Sequence[StepRecord], window: WindowRecord) -> list[float]:
     A step spans from its start to the next step's start (the first from the window's
     opening edge, the last to its closing edge), so the time between steps and the
     closing synchronize are counted, exactly as in the window's throughput.
+
+    When every step has a device time (``StepRecord.device_s``: a device timer ran), the
+    window's seconds are shared among its steps in proportion to their device times instead.
+    On a GPU the host runs ahead of the device (short launches, then one long wait when the
+    launch queue is full), so host spans swing from step to step while the device's work
+    does not; spans that follow the device keep a batch's length to the work done in it.
+    They still sum to ``window.seconds``, so the intervals stay centred on the throughput.
     """
+    device = [s.device_s for s in ms if s.device_s is not None]
+    total = sum(device)
+    if ms and len(device) == len(ms) and total > 0:
+        return [window.seconds * d / total for d in device]
     starts = [window.start_s, *(s.start_s for s in ms[1:]), window.start_s + window.seconds]
     return [b - a for a, b in itertools.pairwise(starts)]

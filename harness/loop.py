@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable
@@ -88,6 +89,11 @@ def run_plan(
     all-reduces the flag, so every rank ends a window at the same step, when all ranks
     have met both minimums, and no rank waits forever in a collective.
 
+    A workload whose ``device_timer()`` returns a :class:`harness.device_timer.DeviceTimer`
+    gets a device marker recorded just before and just after each ``workload.step``; the
+    window's step records receive their ``device_s`` after its closing synchronize (the
+    ``on_step`` callback sees each record before that, with ``device_s`` None).
+
     With ``plan.budget_s`` the loop estimates the step time from repeat 0's first warm-up
     steps and lowers the counts so that the run fits (:class:`harness.budget.Calibrator`);
     the windows actually used are in ``measurement.plan``. Without a budget and without
@@ -125,6 +131,7 @@ def run_plan(
     out.plan = {"repeats": plan.repeats, **Calibrator(plan, None).record(), "windows": applied}
     sync_each = bool(workload.sync_each_step)
     agree = workload.agree_done
+    timer = workload.device_timer()
     later_warmup, measure = plan.warmup, plan.measurement
     for repeat in range(plan.repeats):
         batches = iter(workload.batches())
@@ -132,6 +139,7 @@ def run_plan(
             window: Window = (plan.warmup if repeat == 0 else later_warmup) if phase is Phase.WARMUP else measure
             calibrating = calibrator is not None and repeat == 0 and phase is Phase.WARMUP
             steps = samples = 0
+            first = len(out.steps)
             workload.synchronize()
             w_start = clock()
             while True:
@@ -144,7 +152,11 @@ def run_plan(
                         f"{repeat}; a workload must yield batches until the harness stops"
                     ) from None
                 t1 = clock()
+                if timer is not None:
+                    timer.step_started()
                 n = workload.step(batch)
+                if timer is not None:
+                    timer.step_ended()
                 if sync_each:
                     workload.synchronize()
                 t2 = clock()
@@ -169,6 +181,8 @@ def run_plan(
                     break
             workload.synchronize()
             w_end = clock()
+            if timer is not None:
+                _attach_device_times(out.steps, first, timer.collect())
             out.windows.append(WindowRecord(repeat, phase, w_start - t_origin, w_end - w_start, steps, samples, rank))
             applied.append(
                 {
@@ -180,3 +194,19 @@ def run_plan(
             )
     out.complete = True
     return out
+
+
+def _attach_device_times(steps: list[StepRecord], first: int, device_s: list[float]) -> None:
+    """Give ``steps[first:]`` (one window's records, in order) their device times, in place.
+
+    Raises:
+        WorkloadError: the timer returned a different number of times than the window has steps,
+            or a time that is negative or not finite.
+    """
+    window = steps[first:]
+    if len(device_s) != len(window):
+        raise WorkloadError(f"the device timer returned {len(device_s)} step times for a window of {len(window)} steps")
+    for i, (record, d) in enumerate(zip(window, device_s, strict=True)):
+        if not 0.0 <= d < float("inf"):
+            raise WorkloadError(f"the device timer returned {d!r} s for step {record.index}; it must be >= 0")
+        steps[first + i] = dataclasses.replace(record, device_s=float(d))

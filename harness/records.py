@@ -29,6 +29,10 @@ class StepRecord:
             workload synchronizes each step).
         samples: samples processed by this step (the local batch size).
         rank: global rank of the process that took the step (0 when not distributed).
+        device_s: seconds the device spent on this step, from the workload's device timer
+            (:mod:`harness.device_timer`: CUDA events around the step, read at the window's
+            closing edge); None where no device timer ran (CPU: the host's times are the
+            step's times). ``compute_s`` stays the host's time either way (launch time on a GPU).
     """
 
     repeat: int
@@ -39,6 +43,7 @@ class StepRecord:
     compute_s: float
     samples: int
     rank: int = 0
+    device_s: float | None = None
 
     @property
     def step_s(self) -> float:
@@ -63,6 +68,7 @@ class StepRecord:
             compute_s=float(raw["compute_s"]),
             samples=int(raw["samples"]),
             rank=int(raw.get("rank", 0)),
+            device_s=None if raw.get("device_s") is None else float(raw["device_s"]),
         )
 
 

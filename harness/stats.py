@@ -69,6 +69,19 @@ class Summary:
         throughput_ci95_status: ``"bounded"`` or ``"unbounded"`` (None in older results).
         throughput_ci95_reason: why the interval is unbounded and the fix, e.g. "too few
             repeats to bound ... Fix: raise repeats or measure_steps"; None when bounded.
+        step_time_source: ``"device"`` when every measured step has a device time
+            (``StepRecord.device_s``, CUDA events on a GPU): then the step-time median, p90,
+            IQR and CV, the steady-state test and the interval's batches describe the device;
+            ``"host"`` otherwise (data wait + compute, as timed by the host). None in older results.
+        host_step_time_median_s: with device step times, the host's median step time (data
+            wait + compute: on a GPU mostly launch time), kept apart; None when the step
+            times above are already the host's.
+        host_step_time_p90_s: likewise, the host's 90th percentile.
+        host_step_time_cv: likewise, the host's coefficient of variation.
+        device_busy_fraction: with device step times, the device seconds of all measured
+            steps / the measured windows' seconds (every rank's own windows), 0-1: the share
+            of the wall clock the device spent inside a step. Equivalently, device time per
+            step / wall time per step; well below 1 means the device waited between steps.
     """
 
     throughput: float
@@ -90,6 +103,11 @@ class Summary:
     throughput_ci95_rel: float | None = None
     throughput_ci95_status: str | None = None
     throughput_ci95_reason: str | None = None
+    step_time_source: str | None = None
+    host_step_time_median_s: float | None = None
+    host_step_time_p90_s: float | None = None
+    host_step_time_cv: float | None = None
+    device_busy_fraction: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -129,10 +147,10 @@ def summarize(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> S
     ms = [s for s in steps if s.phase is Phase.MEASUREMENT]
     if not ms:
         raise MeasurementError("no measured step records")
-    st = np.array([s.step_s for s in ms], dtype=float)
-    q25, q50, q75, q90 = (float(v) for v in np.percentile(st, [25, 50, 75, 90]))
-    mean = float(st.mean())
-    cv = float(st.std(ddof=1) / mean) if len(st) > 1 and mean > 0 else 0.0
+    device = [s.device_s for s in ms if s.device_s is not None]
+    on_device = len(device) == len(ms)
+    host = _spread([s.step_s for s in ms])
+    q25, q50, q75, q90, cv = _spread(device) if on_device else host
     wait = sum(s.data_wait_s for s in ms)
     busy = sum(s.step_s for s in ms)
     per_repeat = [w.samples / w.seconds for w in measured_windows]
@@ -142,7 +160,7 @@ def summarize(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> S
     first_steps = [s.step_s for s in steps if s.phase is Phase.WARMUP and s.index == 0 and s.repeat == 0]
     grouped = group_measured_steps(ms)
     ranks = sorted({s.rank for s in ms})
-    series = [[s.step_s for s in grouped.get((w.repeat, r), [])] for w in measured_windows for r in ranks]
+    series = [[_time(s, on_device) for s in grouped.get((w.repeat, r), [])] for w in measured_windows for r in ranks]
     ci = throughput_interval(steps, windows)
     bounded = isinstance(ci, Interval)
     throughput = samples / seconds
@@ -166,7 +184,32 @@ def summarize(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> S
         throughput_ci95_rel=_relative_half_width(ci, throughput),
         throughput_ci95_status="bounded" if bounded else "unbounded",
         throughput_ci95_reason=ci.reason if isinstance(ci, Unbounded) else None,
+        step_time_source="device" if on_device else "host",
+        host_step_time_median_s=host[1] if on_device else None,
+        host_step_time_p90_s=host[3] if on_device else None,
+        host_step_time_cv=host[4] if on_device else None,
+        device_busy_fraction=_busy(device, windows) if on_device else None,
     )
+
+
+def _time(step: StepRecord, on_device: bool) -> float:
+    """The step's time in the summary's source: its device time, or the host's step time."""
+    return step.device_s if on_device and step.device_s is not None else step.step_s
+
+
+def _spread(times: Sequence[float]) -> tuple[float, float, float, float, float]:
+    """(p25, median, p75, p90, CV) of step times in seconds; CV is sample std / mean (0 for one step)."""
+    st = np.asarray(times, dtype=float)
+    q25, q50, q75, q90 = (float(v) for v in np.percentile(st, [25, 50, 75, 90]))
+    mean = float(st.mean())
+    cv = float(st.std(ddof=1) / mean) if len(st) > 1 and mean > 0 else 0.0
+    return q25, q50, q75, q90, cv
+
+
+def _busy(device: Sequence[float], windows: Sequence[WindowRecord]) -> float | None:
+    """Device seconds of the measured steps over the measured windows' seconds, every rank's own."""
+    wall = sum(w.seconds for w in windows if w.phase is Phase.MEASUREMENT)
+    return sum(device) / wall if wall > 0 else None
 
 
 def _relative_half_width(ci: Interval | Unbounded, throughput: float) -> float | None:

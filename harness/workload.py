@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
+from harness.device_timer import DeviceTimer
+
 
 @runtime_checkable
 class Workload(Protocol):
@@ -75,4 +77,15 @@ class Workload(Protocol):
 
     def shutdown(self) -> None:
         """Leave the distributed job (destroy the process group, ``hvd.shutdown()``); default: nothing."""
+        return None
+
+    def device_timer(self) -> DeviceTimer | None:
+        """A timer of each step on the device (:mod:`harness.device_timer`), or None (the default).
+
+        With a timer the loop records every step's device time (``StepRecord.device_s``), read
+        at the window's closing synchronize, and the step-time statistics, the steady-state
+        test and the intervals use it; the host times stay in the records beside it. Called
+        once per run, after the workload is built. Default: None, so step times are the
+        host's (right on the CPU, where every operation is synchronous).
+        """
         return None
