@@ -25,7 +25,7 @@ def cuda_version_text(encoded: int) -> str:
     return f"{encoded // 1000}.{(encoded % 1000) // 10}"
 
 
-def _optional(query: Callable[[], Any]) -> Any:
+def optional_query(query: Callable[[], Any]) -> Any:
     """``query()``, or None when NVML refuses it (not supported, no permission, old driver)."""
     try:
         return query()
@@ -42,12 +42,12 @@ def _device(nv: Any, index: int) -> dict[str, Any]:
         "uuid": nv.nvmlDeviceGetUUID(h),
         "memory_bytes": int(nv.nvmlDeviceGetMemoryInfo(h).total),
     }
-    cc = _optional(lambda: nv.nvmlDeviceGetCudaComputeCapability(h))
-    sm = _optional(lambda: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM))
-    mem = _optional(lambda: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_MEM))
-    power_mw = _optional(lambda: nv.nvmlDeviceGetEnforcedPowerLimit(h))
-    gen = _optional(lambda: nv.nvmlDeviceGetMaxPcieLinkGeneration(h))
-    width = _optional(lambda: nv.nvmlDeviceGetMaxPcieLinkWidth(h))
+    cc = optional_query(lambda: nv.nvmlDeviceGetCudaComputeCapability(h))
+    sm = optional_query(lambda: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM))
+    mem = optional_query(lambda: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_MEM))
+    power_mw = optional_query(lambda: nv.nvmlDeviceGetEnforcedPowerLimit(h))
+    gen = optional_query(lambda: nv.nvmlDeviceGetMaxPcieLinkGeneration(h))
+    width = optional_query(lambda: nv.nvmlDeviceGetMaxPcieLinkWidth(h))
     optional = {
         "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
         "max_sm_clock_mhz": int(sm) if sm else None,
@@ -85,7 +85,7 @@ def gpu_devices() -> dict[str, Any]:
             "devices": [_device(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount())],
             "driver": pynvml.nvmlSystemGetDriverVersion(),
         }
-        cuda = _optional(pynvml.nvmlSystemGetCudaDriverVersion)
+        cuda = optional_query(pynvml.nvmlSystemGetCudaDriverVersion)
         if isinstance(cuda, int) and cuda > 0:
             out["cuda_driver_version"] = cuda_version_text(cuda)
         return out

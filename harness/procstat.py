@@ -15,6 +15,12 @@ members of their own and their reaped children's time, so a member that exits an
 reaped inside the tree keeps counting. The tree is walked through
 ``/proc/<pid>/task/<tid>/children`` (falling back to a scan of every pid's parent).
 Only the standard library is imported, so the process starts in tens of milliseconds.
+
+Given GPU UUIDs (``python -m harness.procstat ROOT INTERVAL GPU-... ...``), each reading
+also holds ``"gpu"``: one NVML reading per GPU of the run (:mod:`harness.nvml`: the GPUs
+named, plus those on which a process of the run's tree holds a compute context). Where NVML
+cannot be used, one line ``{"gpu_error": why}`` says so and the CPU readings go on. When
+stdin closes, a last reading is taken, so readings bracket the run's last window.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping
+from typing import Any
 
 PROC = "/proc"
 
@@ -141,13 +148,15 @@ class Reader:
         self.hz = os.sysconf("SC_CLK_TCK")
         self.page = os.sysconf("SC_PAGE_SIZE")
         self.prev: tuple[list[list[int]], int] | None = None
+        self.members: list[int] = []
 
     def read(self) -> dict[str, object] | None:
         """The reading since the previous call (None on the first call, which only primes)."""
         with open(f"{PROC}/stat") as f:
             cpus = cpu_lines(f.read())
         run_ticks = rss = 0
-        for pid in tree(self.root):
+        self.members = tree(self.root)
+        for pid in self.members:
             text = _read(f"{PROC}/{pid}/stat")
             if text:
                 _, ticks, pages = pid_stat(text)
@@ -173,22 +182,49 @@ class Reader:
         }
 
 
+def _gpu_reader(uuids: list[str]) -> Any:
+    """An NVML reader of ``uuids`` (:class:`harness.nvml.NvmlReader`), or None after a ``gpu_error`` line."""
+    if not uuids:
+        return None
+    from harness.nvml import NvmlReader, NvmlUnavailable  # only here: a CPU run never loads NVML
+
+    try:
+        return NvmlReader(uuids)
+    except NvmlUnavailable as exc:
+        print(json.dumps({"gpu_error": str(exc)}), flush=True)
+        return None
+
+
+def _emit(reader: Reader, gpus: Any) -> None:
+    reading = reader.read()
+    if reading is None:
+        return
+    if gpus is not None:
+        gpus.add_tree(reader.members)
+        reading["gpu"] = gpus.read()
+    sys.stdout.write(json.dumps(reading) + "\n")
+    sys.stdout.flush()
+
+
 def main(argv: list[str]) -> int:
-    """``python -m harness.procstat ROOT_PID INTERVAL_S``: one JSON line per interval until stdin closes."""
+    """``python -m harness.procstat ROOT_PID INTERVAL_S [GPU_UUID ...]``: one JSON line per interval until
+    stdin closes, then a last one."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the rank; it stops us by closing stdin
     root, interval = int(argv[0]), float(argv[1])
+    gpus = _gpu_reader(argv[2:])
     try:
         reader = Reader(root)
         reader.read()
         while not select.select([sys.stdin], [], [], interval)[0]:
-            reading = reader.read()
-            if reading is not None:
-                sys.stdout.write(json.dumps(reading) + "\n")
-                sys.stdout.flush()
+            _emit(reader, gpus)
+        _emit(reader, gpus)  # the last reading, after the run's last window
     except (OSError, ValueError) as exc:  # no /proc (not Linux), or a closed pipe: say why and stop
         with contextlib.suppress(OSError):
             print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
         return 1
+    finally:
+        if gpus is not None:
+            gpus.close()
     return 0
 
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.gpu_telemetry import GpuReading, GpuSummary, summarize_gpu
 from harness.records import Phase, WindowRecord
 
 OTHERS_CORES_THRESHOLD = 0.2
@@ -73,6 +74,9 @@ class UtilizationSummary:
         interference: one sentence with the figures and the fix when disturbed, else None.
         others_cores_threshold: the threshold used for others' CPU, in cores.
         steal_threshold: the threshold used for steal, a share of the machine's CPU time.
+        gpu: NVML's view of the run's GPUs per measurement window, their energy and samples
+            per joule (:mod:`harness.gpu_telemetry`); None without GPU readings (a CPU run).
+        gpu_error: why the run's GPUs could not be read (e.g. "NVML unavailable: ..."), or None.
     """
 
     samples: int
@@ -88,6 +92,8 @@ class UtilizationSummary:
     interference: str | None = None
     others_cores_threshold: float = OTHERS_CORES_THRESHOLD
     steal_threshold: float = STEAL_THRESHOLD
+    gpu: GpuSummary | None = None
+    gpu_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -106,8 +112,10 @@ class UtilizationSample:
         run_cpu_s: CPU-seconds used by the run's process tree.
         others_cpu_s: busy CPU-seconds outside the run's tree (other jobs: interference).
         steal_s: CPU-seconds the hypervisor gave to other guests.
+        gpus: one NVML reading per GPU of the run, taken with this reading (None: no GPU sampled).
+        gpu_error: on the first reading after the sampler failed to open NVML, why; else None.
 
-    The last four are None in results written before interference sampling.
+    The four after ``rss_bytes`` are None in results written before interference sampling.
     """
 
     t_s: float
@@ -117,6 +125,8 @@ class UtilizationSample:
     run_cpu_s: float | None = None
     others_cpu_s: float | None = None
     steal_s: float | None = None
+    gpus: list[GpuReading] | None = None
+    gpu_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -166,8 +176,10 @@ def summarize_utilization(samples: Sequence[UtilizationSample], windows: Sequenc
             inside.append(s)
             per_window[spans[i][2]].append(s)
     peak = max((s.rss_bytes for s in samples), default=None)
+    gpu = summarize_gpu([g for s in samples for g in s.gpus or ()], windows)
+    gpu_error = next((s.gpu_error for s in samples if s.gpu_error), None)
     if not inside:
-        return UtilizationSummary(0, None, [], peak)
+        return UtilizationSummary(0, None, [], peak, gpu=gpu, gpu_error=gpu_error)
     cores = len(inside[0].cpu_percent)
     per_core = [sum(s.cpu_percent[i] for s in inside) / len(inside) for i in range(cores)]
     judged = [_window(r, per_window[r]) for _, _, r in spans]
@@ -202,4 +214,6 @@ def summarize_utilization(samples: Sequence[UtilizationSample], windows: Sequenc
         disturbed_windows=len(bad),
         disturbed=bool(bad),
         interference=note,
+        gpu=gpu,
+        gpu_error=gpu_error,
     )
