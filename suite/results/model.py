@@ -103,15 +103,21 @@ class Provenance(BaseModel):
 
 
 class Diagnosis(BaseModel):
-    """Plain-language verdict on the input pipeline and CPU use."""
+    """Plain-language verdict on which limit holds: the input pipeline, the CPU, the GPU or the host's launches."""
 
     model_config = ConfigDict(extra="forbid")
 
-    verdict: Literal["input-bound", "partly input-bound", "compute-bound"]
+    verdict: Literal["input-bound", "partly input-bound", "compute-bound", "gpu-bound", "host-bound"]
     message: str
     cpu_mean_percent: float | None
     disturbed: bool | None = Field(
         None, description="a measurement window was disturbed by other processes or steal (None: not judged)"
+    )
+    gpu_util_percent: float | None = Field(
+        None, description="NVML's GPU utilization over the measurement windows, 0-100 (None: no GPU readings)"
+    )
+    device_busy_fraction: float | None = Field(
+        None, description="share of the wall clock the device spent inside steps (None: no device step times)"
     )
 
 

@@ -88,7 +88,7 @@ def build_result(
             complete, error = False, f"no valid measurement: {exc}"
     if complete and summary is not None:
         util_summary = summarize_utilization(util, windows)
-        diagnosis = diagnose(summary.input_bound_fraction, util_summary.cpu_mean_percent, util_summary)
+        diagnosis = diagnose(summary.input_bound_fraction, util_summary.cpu_mean_percent, util_summary, summary)
         c = compute_cost(
             summary.throughput,
             price_per_hour=opts.price_per_hour,
