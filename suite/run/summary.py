@@ -15,6 +15,7 @@ from rich.table import Table
 
 from harness.stats import Summary
 from suite import labels
+from suite.labels.telemetry import energy_text, gpu_readings_text
 from suite.results import Result
 from suite.run.header import hugepages_text, isa_text, precision_text
 
@@ -112,11 +113,20 @@ def summary_table(result: Result) -> Table:
     t.add_row(
         "repeats", ", ".join(f"{v:.2f}" for v in s.repeat_throughputs) + f" samples/s (spread {s.repeat_spread:.1%})"
     )
+    device = s.step_time_source == "device"
     t.add_row(
-        "step time",
+        "step time (GPU)" if device else "step time",
         f"median {s.step_time_median_s * 1e3:.1f} ms, p90 {s.step_time_p90_s * 1e3:.1f} ms, "
-        f"IQR {s.step_time_iqr_s * 1e3:.1f} ms, CV {s.step_time_cv:.1%}",
+        f"IQR {s.step_time_iqr_s * 1e3:.1f} ms, CV {s.step_time_cv:.1%}"
+        + (" (CUDA events around each step)" if device else ""),
     )
+    if device and s.host_step_time_median_s is not None:
+        p90 = s.host_step_time_p90_s
+        t.add_row(
+            "host launch time",
+            f"median {s.host_step_time_median_s * 1e3:.1f} ms, p90 {_fmt(None if p90 is None else p90 * 1e3, '.1f')} "
+            f"ms, CV {_fmt(s.host_step_time_cv, '.1%')} (the host's view of a step: data wait + launching its work)",
+        )
     t.add_row("measured", f"{s.measured_steps} steps, {s.measured_samples} samples in {s.measured_seconds:.1f} s")
     t.add_row("warm-up", f"{s.warmup_seconds:.1f} s in all; first step {_fmt(s.first_step_s, '.2f', ' s')}")
     budget = _budget_row(result.plan)
@@ -156,6 +166,12 @@ def summary_table(result: Result) -> Table:
         c = result.cost
         where = f"{c.instance_type} {c.pricing}, price of {c.price_date}" if c.instance_type else c.price_source
         t.add_row("cost", f"{c.samples_per_dollar:,.0f} samples/$ at ${c.usd_per_hour}/h ({where})")
+    gpu = util.gpu if util is not None else None
+    if gpu is not None:
+        t.add_row("GPU (NVML)", escape(gpu_readings_text(gpu)))
+        t.add_row("energy", escape(energy_text(gpu)))
+    elif util is not None and util.gpu_error:
+        t.add_row("GPU (NVML)", f"[yellow]not read: {escape(util.gpu_error)}[/yellow]")
     job = result.runtime.slurm
     if job is not None:
         nodes = result.nodes

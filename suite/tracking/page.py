@@ -148,6 +148,9 @@ def description(result: Result) -> str:
     )
     if result.cost is not None:
         config += f" · {number(result.cost.samples_per_dollar)} samples/$ at {number(result.cost.usd_per_hour)} USD/h"
+    gpu = result.utilization_summary.gpu if result.utilization_summary is not None else None
+    if gpu is not None and gpu.samples_per_joule is not None:
+        config += f" · {number(gpu.samples_per_joule)} samples/J (GPU energy, NVML)"
     s = result.summary
     if s is None:
         steps = sum(1 for r in result.steps if r.phase.value == "measurement")

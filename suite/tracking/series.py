@@ -138,11 +138,26 @@ def summary_metrics(result: Result) -> list[Metric]:
         ("measured_seconds", s.measured_seconds),
         ("measured_steps", s.measured_steps),
     ]
+    if s.step_time_source == "device":  # the step times above are the GPU's; the host's are kept apart
+        values += [
+            ("host_step_time_median_s", s.host_step_time_median_s),
+            ("host_step_time_p90_s", s.host_step_time_p90_s),
+            ("host_step_time_cv", s.host_step_time_cv),
+            ("device_busy_fraction", s.device_busy_fraction),
+        ]
     if result.utilization_summary is not None:
         values += [
             ("cpu_mean_percent", result.utilization_summary.cpu_mean_percent),
             ("rss_peak_bytes", result.utilization_summary.rss_peak_bytes),
         ]
+        gpu = result.utilization_summary.gpu
+        if gpu is not None:  # NVML over the measurement windows: beside samples/s and samples per dollar
+            values += [
+                ("samples_per_joule", gpu.samples_per_joule),
+                ("energy_j", gpu.energy_j),
+                ("gpu_util_mean_percent", gpu.util_mean_percent),
+                ("gpu_power_mean_w", gpu.power_mean_w),
+            ]
     if result.scaling is not None:  # issue 6: data-parallel vs one process on the same CPUs
         sc = result.scaling
         values += [
@@ -181,6 +196,8 @@ def history(result: Result) -> list[Metric]:
         out.append(Metric("step_throughput_samples_per_s", _round(rate), ts, i))
         out.append(Metric("step_time_s", _round(r.step_s), ts, i))
         out.append(Metric("step_data_wait_s", _round(r.data_wait_s), ts, i))
+        if r.device_s is not None:
+            out.append(Metric("step_device_time_s", _round(r.device_s), ts, i))
     return out
 
 
@@ -195,11 +212,25 @@ def _readings(samples: list[UtilizationSample], prefix: str, origin: float) -> l
                 )
             )
         out.append(Metric(prefix + RSS_KEY.removeprefix(SYSTEM_PREFIX), _round(u.rss_bytes / 1e6), ts, i))
+        for g in u.gpus or ():
+            gpu_ts = int((origin + g.t_s) * 1000)
+            for name, value in (
+                ("utilization_percentage", g.util_percent),
+                ("memory_usage_megabytes", None if g.memory_used_bytes is None else g.memory_used_bytes / 1e6),
+                ("power_usage_watts", g.power_w),
+                ("sm_clock_mhz", g.sm_clock_mhz),
+                ("temperature_celsius", g.temperature_c),
+            ):
+                if value is not None:
+                    out.append(Metric(f"{prefix}gpu_{g.index}_{name}", _round(float(value)), gpu_ts, i))
     return out
 
 
 def system_metrics(result: Result) -> list[Metric]:
-    """The sampler's readings under ``system/``: mean CPU utilization and process-tree RSS, one step per reading.
+    """The sampler's readings under ``system/``: mean CPU utilization and process-tree RSS, one step per reading;
+    on a GPU also each GPU's NVML readings, named as MLflow's own GPU monitor names them
+    (``system/gpu_<index>_utilization_percentage``, ``_memory_usage_megabytes``, ``_power_usage_watts``)
+    plus ``_sm_clock_mhz`` and ``_temperature_celsius``.
 
     A run on several nodes keeps each node's readings apart, with the node's id in the
     prefix as MLflow's system metrics do for distributed runs

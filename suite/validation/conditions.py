@@ -7,6 +7,8 @@ these is reported on the result (and, for bf16 emulation, carried to its scored 
 
 from __future__ import annotations
 
+import math
+
 from harness.sampler import summarize_utilization
 from suite import __version__
 from suite.labels import bf16_emulated as _labelled_emulated
@@ -116,6 +118,27 @@ def check_interference(result: Result, where: str, findings: Findings) -> None:
         again.interference or f"{again.disturbed_windows} measurement window(s) were disturbed by other processes",
         "re-run when nothing else runs on the machine, or on dedicated CPUs",
     )
+
+
+def check_energy(result: Result, where: str, findings: Findings) -> None:
+    """The stored GPU energy and samples per joule follow from the NVML readings and the windows.
+
+    Recomputed with :func:`harness.sampler.summarize_utilization` (the energy of each measurement
+    window from the readings that bracket it, :mod:`harness.gpu_telemetry`); a stored figure
+    that the readings do not give is an error.
+    """
+    stored = result.utilization_summary.gpu if result.utilization_summary is not None else None
+    again = summarize_utilization(result.utilization, result.windows).gpu
+    for name in ("energy_j", "samples_per_joule"):
+        a = None if stored is None else getattr(stored, name)
+        b = None if again is None else getattr(again, name)
+        if (a is None) != (b is None) or (a is not None and b is not None and not math.isclose(a, b, rel_tol=1e-9)):
+            findings.error(
+                "summary-mismatch",
+                f"{where}#utilization_summary/gpu/{name}",
+                f"{name} is stored as {a!r} but the GPU readings give {b!r}",
+                "submit the result as trainbench wrote it",
+            )
 
 
 def check_bf16(result: Result, where: str, findings: Findings) -> None:

@@ -48,6 +48,8 @@ class GroupOutcome:
         throughputs: samples/s of each valid run.
         usd_per_hour: the system's price, or None.
         samples_per_dollar: score x 3600 / USD per hour, or None without a price.
+        samples_per_joule: the median of the valid runs' samples per joule (GPU energy, NVML), or None
+            unless every valid run measured one.
         band: the reference band applied (None: none exists).
         verdict: ``inside``, ``below`` or ``above`` the band, or None.
         errors: error findings about this group or its runs (after ``--strict``).
@@ -73,6 +75,7 @@ class GroupOutcome:
     errors: int = 0
     config_summary: str = ""
     computed: dict[str, Any] = field(default_factory=dict)
+    samples_per_joule: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the band by name and range)."""
@@ -95,6 +98,7 @@ class GroupOutcome:
             "score_method": self.score_method,
             "usd_per_hour": self.usd_per_hour,
             "samples_per_dollar": self.samples_per_dollar,
+            "samples_per_joule": self.samples_per_joule,
             "band": None
             if band is None
             else {

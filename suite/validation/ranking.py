@@ -49,6 +49,7 @@ class RankRow:
         throughput: samples/s (a submission's score, or the published value).
         usd_per_hour: price in USD per hour, or None when unknown.
         samples_per_dollar: throughput x 3600 / usd_per_hour, or None.
+        samples_per_joule: a submission's median samples per joule (GPU energy, NVML), or None.
         band_status: ``inside``/``below``/``above`` the band, ``no band``, or ``published``.
         compliant: a submission without error findings (published rows count as compliant).
         runs: runs behind the figure.
@@ -90,6 +91,7 @@ class RankRow:
     ci_method: str = ""
     slug: str = ""
     ref: str = ""
+    samples_per_joule: float | None = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,7 @@ def build_rows(
                 ci95_high=ci.high if ci else None,
                 ci_method=ci.method if ci else "none: the runs vary too much for their number",
                 ref=f"config {g.config_id}",
+                samples_per_joule=g.samples_per_joule,
                 **_facts_fields(facts, g.division, g.computed),
             )
         )
@@ -291,4 +294,6 @@ def mlflow_metrics(rows: list[RankRow]) -> dict[str, float]:
         out[f"samples_per_s/{stem}"] = r.throughput
         if r.samples_per_dollar is not None:
             out[f"samples_per_dollar/{stem}"] = r.samples_per_dollar
+        if r.samples_per_joule is not None:
+            out[f"samples_per_joule/{stem}"] = r.samples_per_joule
     return out

@@ -29,6 +29,7 @@ COLUMNS = (
     Col("$ rank", drop=8, justify="right"),
     Col("band", drop=3, wrap=True),
     Col("runs", drop=9, justify="right"),
+    Col("samples/J", drop=10, justify="right"),
 )
 """The table's columns; on a narrow terminal the highest ``drop`` goes first."""
 
@@ -64,6 +65,7 @@ def _cells(i: int, r: RankRow, cost_rank: int | None) -> list[str]:
         "-" if cost_rank is None else str(cost_rank),
         status,
         str(r.runs),
+        _f(r.samples_per_joule, ",.3g"),
     ]
 
 
@@ -105,7 +107,9 @@ def markdown(rows: list[RankRow], chart: Path | None = None) -> str:
         lines += [f"![samples/s and samples per dollar, one panel per device class]({chart.name})", ""]
     lines.append(
         'Samples per dollar = samples/s x 3600 / USD per hour (C. Rand, "Instance Selection for Deep '
-        'Learning", Jun 2023). Published rows are cited reference bands, not runs validated here, and '
+        "Learning\", Jun 2023). Samples per joule = measured samples / the GPUs' board energy over the "
+        "measurement windows (NVML), a submission's median; it leaves out the host. Published rows are "
+        "cited reference bands, not runs validated here, and "
         "carry no CI (a single figure). A submission's 95% CI is a Student-t interval over its runs' "
         "seconds per sample. Only figures of one workload, device class, precision (bf16 emulated apart "
         "from native) and, in the open division, one computed config share a ranking."

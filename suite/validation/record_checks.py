@@ -127,12 +127,14 @@ def _steps_ok(key: Key, members: list[StepRecord], win: WindowRecord, ctx: tuple
             f"{len(members)} / {sum(s.samples for s in members)}",
         )
     busy = sum(s.step_s for s in members)
-    if busy > win.seconds * (1 + 1e-6) + TIME_TOL_S:
-        return _bad(
-            findings,
-            f"{where}#windows",
-            f"{label}: its steps take {busy:.6f} s, longer than the window's {win.seconds:.6f} s",
-        )
+    device = sum(s.device_s or 0.0 for s in members)  # one stream runs the steps one after another
+    for what, took in (("steps", busy), ("steps' device times", device)):
+        if took > win.seconds * (1 + 1e-6) + TIME_TOL_S:
+            return _bad(
+                findings,
+                f"{where}#windows",
+                f"{label}: its {what} take {took:.6f} s, longer than the window's {win.seconds:.6f} s",
+            )
     end = win.start_s + win.seconds + TIME_TOL_S
     previous = win.start_s - TIME_TOL_S
     for i, s in enumerate(members):
@@ -177,7 +179,7 @@ def check_records(result: Result, where: str, findings: Findings) -> bool:
     batch = result.config.params.get("batch_size")
     per_rank = result.workload_info.get("per_rank_batch_size", batch if result.world_size == 1 else None)
     for i, s in enumerate(result.steps):
-        if s.data_wait_s < 0 or s.compute_s < 0 or s.samples <= 0:
+        if s.data_wait_s < 0 or s.compute_s < 0 or s.samples <= 0 or (s.device_s is not None and s.device_s < 0):
             return _bad(findings, f"{where}#steps/{i}", "a step with negative time or no samples")
         if isinstance(per_rank, int) and s.samples > per_rank:
             return _bad(findings, f"{where}#steps/{i}", f"a step of {s.samples} samples with a batch of {per_rank}")
@@ -204,8 +206,14 @@ def _pairs(stored: Summary, again: Summary) -> list[tuple[str, Any, Any]]:
         "input_bound_fraction",
         "warmup_seconds",
         "first_step_s",
+        "host_step_time_median_s",
+        "host_step_time_p90_s",
+        "host_step_time_cv",
+        "device_busy_fraction",
     )
     pairs: list[tuple[str, Any, Any]] = [(n, getattr(stored, n), getattr(again, n)) for n in names]
+    if stored.step_time_source is not None and stored.step_time_source != again.step_time_source:
+        pairs.append(("step_time_source", stored.step_time_source, again.step_time_source))  # None: written before
     if len(stored.repeat_throughputs) != len(again.repeat_throughputs):
         pairs.append(("repeat count", len(stored.repeat_throughputs), len(again.repeat_throughputs)))
     else:
@@ -219,6 +227,8 @@ def _pairs(stored: Summary, again: Summary) -> list[tuple[str, Any, Any]]:
 def _differs(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return (a is None) != (b is None)
+    if isinstance(a, str) or isinstance(b, str):
+        return bool(a != b)
     return not _close(float(a), float(b))
 
 

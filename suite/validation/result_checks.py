@@ -20,7 +20,13 @@ from suite.results.migrations import supported, upgrade, versions_text
 from suite.results.schema_check import schema_errors
 from suite.rules import Rules, RulesError, closed_deviations
 from suite.specs import SPECS_DIR
-from suite.validation.conditions import check_bf16, check_interference, check_steady_state, check_suite
+from suite.validation.conditions import (
+    check_bf16,
+    check_energy,
+    check_interference,
+    check_steady_state,
+    check_suite,
+)
 from suite.validation.findings import Findings
 from suite.validation.record_checks import check_records, check_summary
 
@@ -188,6 +194,7 @@ def check_result(result: Result, where: str, findings: Findings, ctx: CheckConte
     check_summary(result, where, findings, records_ok)
     check_steady_state(result, where, findings)
     check_interference(result, where, findings)
+    check_energy(result, where, findings)
     check_bf16(result, where, findings)
     check_division(result, where, findings, ctx)
     cost, s = result.cost, result.summary

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -186,11 +187,20 @@ def _groups(walk: TreeRuns) -> list[GroupOutcome]:
             verdict=None,
         )
         g.config_summary = config_summary(first)
+        g.samples_per_joule = _samples_per_joule([m.result for m in valid])
         g.computed = computed_params(first)
         names = desc.band_names() if desc is not None else [system]
         _band_check(walk, g, names, flatten_config(first.config), labels.precision(first))
         out.append(g)
     return out
+
+
+def _samples_per_joule(results: list[Result]) -> float | None:
+    """The median samples per joule of ``results`` (GPU energy, NVML), or None unless every one has it."""
+    gpus = [r.utilization_summary.gpu if r.utilization_summary is not None else None for r in results]
+    values = [g.samples_per_joule if g is not None else None for g in gpus]
+    known = [v for v in values if v is not None]
+    return float(statistics.median(known)) if known and len(known) == len(values) else None
 
 
 COMPUTED_PARAMS = ("batch_size", "precision", "channels_last", "image_size", "data")
