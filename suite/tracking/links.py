@@ -18,6 +18,9 @@ from suite.tracking.store import DEFAULT_DB
 
 UI_URL = "http://127.0.0.1:5000"
 """Where ``make ui`` serves (the Makefile's UI_HOST and UI_PORT)."""
+ML_VIEW = "workflowType=machine_learning"
+"""The query that opens MLflow 3.17's UI in its model-training view (runs, metrics, charts), whatever the
+browser's saved workflow choice (GenAI by default, which lists runs as "Evaluation runs")."""
 SERVER_SCHEMES = frozenset({"http", "https"})
 
 
@@ -34,12 +37,13 @@ def _local_uri(tracking_uri: str) -> str | None:
 
 
 def _run_path(tracking_uri: str, run_id: str) -> str:
-    """``#/experiments/<id>/runs/<run id>`` (MLflow's UI route), or ``""`` when the run cannot be read back."""
+    """``/#/experiments/<id>/runs/<run id>?workflowType=machine_learning`` (MLflow's UI route, in its model-training
+    view), or ``""`` when the run cannot be read back."""
     try:
         exp = MlflowClient(tracking_uri=tracking_uri).get_run(run_id).info.experiment_id
     except Exception:  # the hint must never fail a run that is already logged
         return ""
-    return f"/#/experiments/{exp}/runs/{run_id}"
+    return f"/#/experiments/{exp}/runs/{run_id}?{ML_VIEW}"
 
 
 def ui_hint(tracking_uri: str, run_id: str, make_store: Path = PROJECT_ROOT / DEFAULT_DB) -> str:

@@ -24,8 +24,15 @@ PARAM_MAX = 6000
 """MLflow's limit on a param value's length (characters)."""
 BATCH_METRICS = 1000
 """MLflow's limit on metrics per ``log_batch`` call."""
-EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
-"""Marks a new experiment as model training, so MLflow 3's UI opens it in its "Model training" view."""
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+"""MLflow's experiment tag for the experiment's type (the UI's ``ExperimentKind``: ``genai_development``,
+``custom_model_development``, ...; read from MLflow 3.17's UI bundle and its onboarding skill)."""
+EXPERIMENT_TAGS = {EXPERIMENT_KIND_TAG: "custom_model_development"}
+"""Marks an experiment as model training (MLflow's "traditional ML" kind): runs, metrics and charts, not traces.
+
+MLflow 3.17's UI picks its view from a per-browser workflow selector (URL ``workflowType=``, else the
+browser's saved choice, GenAI by default) before the tag, so the links trainbench prints also carry
+``workflowType=machine_learning`` (:data:`suite.tracking.links.ML_VIEW`)."""
 BATCH_PARAMS = 100
 """MLflow's limit on params per ``log_batch`` call."""
 
@@ -57,9 +64,15 @@ def _artifact_root(tracking_uri: str) -> str | None:
 
 
 def experiment_id(client: MlflowClient, name: str, tracking_uri: str) -> str:
-    """Id of experiment ``name``, creating it (artifacts beside a SQLite store, EXPERIMENT_TAGS) if needed."""
+    """Id of experiment ``name``, creating it (artifacts beside a SQLite store, EXPERIMENT_TAGS) if needed.
+
+    An existing experiment without an experiment kind (one created before trainbench set it, or by
+    another tool) is marked as model training; a kind someone set is kept.
+    """
     exp = client.get_experiment_by_name(name)
     if exp is not None:
+        if EXPERIMENT_KIND_TAG not in exp.tags:
+            client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_TAGS[EXPERIMENT_KIND_TAG])
         return str(exp.experiment_id)
     root = _artifact_root(tracking_uri)
     location = f"{root}/{name}" if root else None

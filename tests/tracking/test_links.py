@@ -21,7 +21,8 @@ def test_the_store_make_ui_serves_gets_make_ui(tmp_path: Path) -> None:
     db = tmp_path / "mlflow.db"
     exp, rid = _run(f"sqlite:///{db}")
     hint = ui_hint(f"sqlite:///{db}", rid, make_store=db)
-    assert hint == f"Open the results UI with make ui, then http://127.0.0.1:5000/#/experiments/{exp}/runs/{rid}"
+    page = f"http://127.0.0.1:5000/#/experiments/{exp}/runs/{rid}?workflowType=machine_learning"
+    assert hint == f"Open the results UI with make ui, then {page}"
 
 
 def test_another_store_is_named_absolutely(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -30,7 +31,8 @@ def test_another_store_is_named_absolutely(tmp_path: Path, monkeypatch: pytest.M
     hint = ui_hint("sqlite:///other.db", rid, make_store=tmp_path / "mlflow.db")
     store = f"sqlite:///{tmp_path / 'other.db'}"
     assert f"make ui MLFLOW_TRACKING_URI={store} (or mlflow ui --backend-store-uri {store})" in hint
-    assert hint.endswith(f"then http://127.0.0.1:5000/#/experiments/{exp}/runs/{rid}")
+    page = f"http://127.0.0.1:5000/#/experiments/{exp}/runs/{rid}?workflowType=machine_learning"
+    assert hint.endswith(f"then {page}")
 
 
 def test_a_store_it_cannot_serve_is_only_named() -> None:
