@@ -175,6 +175,22 @@ def test_ddp_engine_two_cpu_ranks_through_the_harness(tmp_path: Path) -> None:
     assert r.workload_info["torch_threads"] == max(1, len(os.sched_getaffinity(0)) // 2)
     assert r.scaling is None  # no single-process comparison outside NUMA placement
     assert [e["rank"] for e in r.environment["ranks"]] == [0, 1]
+    assert r.workload_info["wrapper"] == "torch.nn.parallel.DistributedDataParallel"
+
+
+def test_one_rank_trains_unwrapped_and_validates(tmp_path: Path) -> None:
+    """World size 1: nothing to all-reduce, so no DDP wrapper; the CPU path has no device timer or NVML."""
+    proc = run_ddp(tmp_path, "nproc_per_node=1", "channels_last=true")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    [path] = list((tmp_path / "o").rglob("result.json"))
+    r = read_result(path)  # re-derives the summary from the raw records
+    assert_combined(r, world=1, per_rank_batch=2, repeats=2)
+    assert r.workload_info["wrapper"] == "none (world size 1: nothing to all-reduce)"
+    assert r.workload_info["weights_channels_last"] is True  # no broadcast, so the weights are NHWC too
+    assert r.summary is not None and r.summary.step_time_source == "host"
+    assert all(s.device_s is None for s in r.steps)
+    assert r.utilization_summary is not None and r.utilization_summary.gpu is None
+    assert r.diagnosis is not None and r.diagnosis.verdict in ("compute-bound", "partly input-bound")
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two CPUs for two ranks")
@@ -225,5 +241,13 @@ def test_one_gpu_bf16_channels_last(tmp_path: Path, engine: str) -> None:
     )
     assert proc.returncode == 0, proc.stderr + proc.stdout
     [path] = list((tmp_path / "o").rglob("result.json"))
-    r = read_result(path)
+    r = read_result(path)  # re-derives the summary, device step times included
     assert r.workload_info["device"] == "cuda:0" and r.summary is not None and r.summary.throughput > 0
+    assert r.workload_info["wrapper"] == "none (world size 1: nothing to all-reduce)"
+    assert r.summary.step_time_source == "device" and all(s.device_s is not None for s in r.steps)
+    assert r.summary.host_step_time_median_s is not None and 0 < (r.summary.device_busy_fraction or 0) <= 1
+    u = r.utilization_summary
+    assert u is not None and u.gpu is not None, u and u.gpu_error
+    assert u.gpu.util_mean_percent is not None and u.gpu.power_mean_w is not None
+    assert u.gpu.samples_per_joule is not None and u.gpu.samples_per_joule > 0, u.gpu.note
+    assert r.diagnosis is not None and r.diagnosis.verdict in ("gpu-bound", "host-bound")
