@@ -11,6 +11,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from harness.device_timer import CudaEventTimer, DeviceTimer
 from harness.workload import Workload
 from workloads.checks import check_loss
 from workloads.mnist_dataheavy.chain import TorchChain, cpu_ms_per_sample
@@ -197,3 +198,7 @@ class MnistDataHeavy(Workload):
         """CUDA sync on the GPU; a no-op on CPU, where every operation has finished when it returns."""
         if self.device.type == "cuda":
             torch.cuda.synchronize()
+
+    def device_timer(self) -> DeviceTimer | None:
+        """CUDA events around each step on the GPU (the device's own step time); None on the CPU."""
+        return CudaEventTimer(self.device) if self.device.type == "cuda" else None
