@@ -29,6 +29,11 @@ def _ask(query: Callable[..., Any], *args: Any) -> Any:
     return optional_query(functools.partial(query, *args))
 
 
+def _key(uuid: str) -> str:
+    """A UUID for matching: lower case, without the ``GPU-`` prefix and dashes (CUDA and NVML spell it apart)."""
+    return uuid.lower().removeprefix("gpu-").replace("-", "")
+
+
 def _uuid(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
@@ -37,12 +42,16 @@ class NvmlReader:
     """Reads the run's GPUs; one :meth:`read` per sampler interval.
 
     Args:
-        uuids: GPUs to read from the start, e.g. ``GPU-5c9b...`` (NVML's UUID form; a UUID
-            without the ``GPU-``/``MIG-`` prefix gets ``GPU-``).
+        uuids: GPUs to read from the start, e.g. ``GPU-5c9b...``; matched to NVML's UUIDs
+            without regard to case, dashes or the ``GPU-`` prefix (CUDA's and NVML's spellings).
+
+    Attributes:
+        unknown: why some of ``uuids`` are not read (none of this host's GPUs has that UUID),
+            or None; the GPUs the run's processes use are still found (:meth:`add_tree`).
 
     Raises:
-        NvmlUnavailable: nvidia-ml-py is not installed, ``nvmlInit`` fails (no driver), or a
-            UUID names no GPU of this host; the message says which.
+        NvmlUnavailable: nvidia-ml-py is not installed, ``nvmlInit`` fails (no driver), or NVML
+            cannot list the GPUs; the message says which.
     """
 
     def __init__(self, uuids: Sequence[str]) -> None:
@@ -57,21 +66,27 @@ class NvmlReader:
         self.nv: Any = pynvml
         self.gpus: dict[str, tuple[int, Any]] = {}
         self._others: dict[str, tuple[int, Any]] = {}
+        self.unknown: str | None = None
         try:
             for i in range(pynvml.nvmlDeviceGetCount()):
                 h = pynvml.nvmlDeviceGetHandleByIndex(i)
                 self._others[_uuid(pynvml.nvmlDeviceGetUUID(h))] = (i, h)
-            for u in uuids:
-                name = u if u.startswith(("GPU-", "MIG-")) else f"GPU-{u}"
-                if name not in self._others:
-                    raise NvmlUnavailable(f"no GPU with UUID {name} on this host (NVML lists {sorted(self._others)})")
-                self.gpus[name] = self._others.pop(name)
-        except NvmlUnavailable:
-            self.close()
-            raise
         except Exception as exc:
             self.close()
             raise NvmlUnavailable(f"NVML cannot list the GPUs: {exc}") from exc
+        by_key = {_key(u): u for u in self._others}
+        missing = []
+        for u in uuids:
+            name = by_key.get(_key(u))
+            if name is None:
+                missing.append(u)
+            elif name in self._others:
+                self.gpus[name] = self._others.pop(name)
+        if missing:
+            self.unknown = (
+                f"no GPU with UUID {', '.join(missing)} on this host (NVML lists "
+                f"{', '.join(sorted(by_key.values()))}); reading the GPUs the run's processes use instead"
+            )
 
     def add_tree(self, pids: Iterable[int]) -> None:
         """Also read, from now on, every GPU on which one of ``pids`` holds a compute context."""

@@ -189,10 +189,13 @@ def _gpu_reader(uuids: list[str]) -> Any:
     from harness.nvml import NvmlReader, NvmlUnavailable  # only here: a CPU run never loads NVML
 
     try:
-        return NvmlReader(uuids)
+        reader = NvmlReader(uuids)
     except NvmlUnavailable as exc:
         print(json.dumps({"gpu_error": str(exc)}), flush=True)
         return None
+    if reader.unknown:
+        print(json.dumps({"gpu_error": reader.unknown}), flush=True)
+    return reader
 
 
 def _emit(reader: Reader, gpus: Any) -> None:
@@ -201,7 +204,9 @@ def _emit(reader: Reader, gpus: Any) -> None:
         return
     if gpus is not None:
         gpus.add_tree(reader.members)
-        reading["gpu"] = gpus.read()
+        read = gpus.read()
+        if read:
+            reading["gpu"] = read
     sys.stdout.write(json.dumps(reading) + "\n")
     sys.stdout.flush()
 

@@ -76,7 +76,8 @@ class UtilizationSummary:
         steal_threshold: the threshold used for steal, a share of the machine's CPU time.
         gpu: NVML's view of the run's GPUs per measurement window, their energy and samples
             per joule (:mod:`harness.gpu_telemetry`); None without GPU readings (a CPU run).
-        gpu_error: why the run's GPUs could not be read (e.g. "NVML unavailable: ..."), or None.
+        gpu_error: why the run's GPUs could not be read, or not all of them (e.g. "NVML unavailable:
+            ..."), or None.
     """
 
     samples: int
@@ -113,7 +114,8 @@ class UtilizationSample:
         others_cpu_s: busy CPU-seconds outside the run's tree (other jobs: interference).
         steal_s: CPU-seconds the hypervisor gave to other guests.
         gpus: one NVML reading per GPU of the run, taken with this reading (None: no GPU sampled).
-        gpu_error: on the first reading after the sampler failed to open NVML, why; else None.
+        gpu_error: on the first reading after the sampler failed to open NVML (or to find a GPU it
+            was given), why; else None.
 
     The four after ``rss_bytes`` are None in results written before interference sampling.
     """

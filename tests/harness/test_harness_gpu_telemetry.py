@@ -50,7 +50,9 @@ def test_the_sampler_says_why_it_cannot_read_a_gpu_and_goes_on_with_the_cpu() ->
     assert sampler.gpu_error is not None
     assert any(why in sampler.gpu_error for why in ("NVML unavailable", "not installed", "no GPU with UUID"))
     assert got[0].gpu_error == sampler.gpu_error and all(s.gpu_error is None for s in got[1:])
-    assert all(s.gpus is None and s.cpu_percent for s in got)
+    assert all(s.cpu_percent for s in got)
+    if "no GPU with UUID" not in sampler.gpu_error:  # a GPU host still reads the GPUs this process uses
+        assert all(s.gpus is None for s in got)
     assert got[-1].t_s >= stopping  # the last reading is taken when the sampler stops
     u = summarize_utilization(got, [WindowRecord(0, M, 0.0, 0.1, 1, 1)])
     assert u.gpu is None and u.gpu_error == sampler.gpu_error
@@ -127,7 +129,8 @@ def test_real_nvml_reads_the_gpu_this_process_works_on() -> None:
     a = torch.randn(8192, 8192, device="cuda")
     torch.cuda.synchronize()
     (uuid,) = cuda_devices_in_use()
-    reader = NvmlReader([uuid])
+    reader = NvmlReader([uuid])  # CUDA's spelling of the UUID, matched to NVML's
+    assert reader.unknown is None, reader.unknown
     try:
         (name,) = reader.gpus
         first = reader.read()[0]
