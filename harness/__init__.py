@@ -1,7 +1,8 @@
 """trainbench measurement harness.
 
-Measurement only: windows and their time budget, clocks, raw step records,
-statistics (intervals, steady state), utilization and interference sampling,
+Measurement only: windows and their time budget, clocks (the host's, and the device's
+through CUDA events), raw step records, statistics (intervals, steady state), utilization
+and interference sampling, NVML telemetry and energy on a GPU,
 system capture with the CPU's matrix ISA, and the precision it supports. This
 package never imports MLflow, click or docker, so it runs unchanged inside every
 container image and under every launcher.
