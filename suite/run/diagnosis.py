@@ -56,7 +56,7 @@ def _gpu_verdict(f: float, summary: Summary | None, util: UtilizationSummary | N
         return None
     facts = []
     if busy_pct is not None:
-        facts.append(f"GPU busy {busy_pct:.0f}% of the time (NVML)")
+        facts.append(f"NVML: GPU busy {busy_pct:.0f}% of the time")
     if share is not None and summary is not None:
         facts.append(
             f"the device spent {share:.0%} of the wall clock inside steps "

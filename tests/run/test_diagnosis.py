@@ -51,7 +51,7 @@ def test_a_busy_gpu_is_the_limit() -> None:
     summary, util = gpu_run(wait_s=0.0, host_s=0.05, device_s=0.0495, util=98.0)
     d = diagnose(summary.input_bound_fraction, None, util, summary)
     assert d["verdict"] == "gpu-bound"
-    assert d["message"].startswith("GPU-bound: the GPU is busy (GPU busy 98% of the time (NVML)")
+    assert d["message"].startswith("GPU-bound: the GPU is busy (NVML: GPU busy 98% of the time;")
     assert "median device step 49.5 ms" in d["message"]
     assert d["gpu_util_percent"] == 98.0 and d["device_busy_fraction"] == pytest.approx(0.99)
 
@@ -61,7 +61,9 @@ def test_a_host_that_cannot_launch_fast_enough_is_the_limit() -> None:
     summary, util = gpu_run(wait_s=0.0, host_s=0.05, device_s=0.03, util=55.0)
     d = diagnose(summary.input_bound_fraction, 12.0, util, summary)
     assert d["verdict"] == "host-bound"
-    assert d["message"].startswith("host-bound: the host cannot launch work fast enough (GPU busy 55% of the time")
+    assert d["message"].startswith(
+        "host-bound: the host cannot launch work fast enough (NVML: GPU busy 55% of the time"
+    )
     assert "the device spent 60% of the wall clock inside steps" in d["message"]
     assert "0% of each step waits for data" in d["message"] and "CUDA graph" in d["message"]
     assert d["message"].endswith("CPU 12% busy during measurement")
@@ -83,7 +85,7 @@ def test_without_nvml_the_device_step_times_decide() -> None:
     assert diagnose(0.0, None, util, busy)["verdict"] == "gpu-bound"
     idle, util = gpu_run(wait_s=0.0, host_s=0.05, device_s=0.03, util=None)
     d = diagnose(0.0, None, util, idle)
-    assert d["verdict"] == "host-bound" and "(NVML)" not in d["message"] and d["gpu_util_percent"] is None
+    assert d["verdict"] == "host-bound" and "NVML" not in d["message"] and d["gpu_util_percent"] is None
 
 
 def test_a_cpu_run_keeps_its_verdicts() -> None:
