@@ -18,6 +18,7 @@ STEP = {
     "compute_s": 0.2,
     "samples": 16,
     "rank": 1,
+    "device_s": None,  # a CPU rank has no device timer
 }
 WINDOW = {"repeat": 0, "phase": "measurement", "start_s": 1.5, "seconds": 0.21, "steps": 1, "samples": 16, "rank": 1}
 
@@ -44,6 +45,8 @@ def test_the_json_a_rank_writes_reads_back_as_typed_records(tmp_path: Path) -> N
                 "run_cpu_s": 0.9,
                 "others_cpu_s": 0.05,
                 "steal_s": 0.0,
+                "gpus": None,  # a CPU run reads no GPU
+                "gpu_error": None,
             }
         ],
     }
@@ -55,6 +58,10 @@ def test_the_json_a_rank_writes_reads_back_as_typed_records(tmp_path: Path) -> N
     assert m.windows == [WindowRecord(0, Phase.MEASUREMENT, 1.5, 0.21, 1, 16, rank=1)]
     assert m.utilization == [UtilizationSample(0.5, [90.0, 10.0], 10**9, 1.0, 0.9, 0.05, 0.0)]
     assert m.to_json() == on_disk  # the same keys and values: no "ranks" until they are gathered
+    older = json.loads(json.dumps(on_disk))  # written before device times and GPU readings existed
+    del older["steps"][0]["device_s"], older["utilization"][0]["gpus"], older["utilization"][0]["gpu_error"]
+    path.write_text(json.dumps(older))
+    assert RankMeasurement.read(path) == m
     gathered = m.model_copy(update={"ranks": [m, m]})
     gathered.write(tmp_path / "measurement.json")
     back = RankMeasurement.read(tmp_path / "measurement.json")
