@@ -14,7 +14,7 @@ from workloads.image_files import IMAGENET_MEAN as IMAGENET_MEAN
 from workloads.image_files import IMAGENET_STD as IMAGENET_STD
 from workloads.image_files import VAL_SPLIT_DIR as VAL_SPLIT_DIR
 from workloads.image_files import DataError as DataError
-from workloads.image_files import val_split_dir
+from workloads.image_files import val_split_dir as val_split_dir
 
 
 class SyntheticImages(Dataset[tuple[torch.Tensor, int]]):
