@@ -12,10 +12,11 @@ The dataset graph holds the file list and the labels from the same reader as eve
 (:func:`workloads.image_files.list_images`); the workers read the files by path, so they must
 see data_dir at the same path (this host, or a shared mount). Per sample: read, a random crop
 window (``sample_distorted_bounding_box`` with the area and ratio ranges of every pipeline),
-``decode_and_crop_jpeg`` (decodes only the window; other formats are decoded whole, then cut),
-an antialiased bilinear resize to size x size, a random horizontal flip; uint8 batches NHWC
-come back and :class:`~workloads.resnet50_gpu.pipelines.tensors.Finisher` normalises them on
-the device. Each rank runs its own job over all the files (``parallel_epochs``).
+``decode_and_crop_jpeg`` (decodes only the window, with the accurate IDCT as the other pipelines
+decode; other formats are decoded whole, then cut), an antialiased bilinear resize to size x size,
+a random horizontal flip; uint8 batches NHWC come back and
+:class:`~workloads.resnet50_gpu.pipelines.tensors.Finisher` normalises them on the device.
+Each rank runs its own job over all the files (``parallel_epochs``).
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ def jpeg_dataset(images: ImageList, augment: Augment, batch_size: int, parallel_
 
     def jpeg(data: Any) -> Any:
         begin, size = window(tf.io.extract_jpeg_shape(data))
-        return tf.io.decode_and_crop_jpeg(data, tf.stack([begin[0], begin[1], size[0], size[1]]), channels=3)
+        window_ = tf.stack([begin[0], begin[1], size[0], size[1]])
+        # INTEGER_ACCURATE: libjpeg-turbo's accurate IDCT, as Pillow, torchvision and DALI decode (TensorFlow's
+        # default, the fast IDCT, makes the pixels about 1 grey level darker on average)
+        return tf.io.decode_and_crop_jpeg(data, window_, channels=3, dct_method="INTEGER_ACCURATE")
 
     def other(data: Any) -> Any:  # e.g. the PNG under a .JPEG name in ImageNet's train split
         image = tf.io.decode_image(data, channels=3, expand_animations=False)
