@@ -14,10 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from suite.bench.pipelines import BenchSettings, Row, check_settings, run_pipelines
+from suite.run.diagnosis import DECISIVE_CI
 from suite.run.options import Wrap
-
-DECISIVE_CI = 0.05
-"""A row's 95% CI half-width above which its figure cannot rank the pipelines (issue 34: within +-5%)."""
 
 
 def rate(images_per_s: float) -> str:
