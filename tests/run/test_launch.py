@@ -88,10 +88,8 @@ def test_torchrun_starts_one_unbound_rank_per_gpu_of_a_gpu_workload() -> None:
 
 def test_torchrun_numa_placement_without_numactl_is_refused_before_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """The preflight refuses it with both fixes; ranks one per GPU need no numactl."""
-    from suite.launchers import torchrun
-
-    monkeypatch.setattr(torchrun.shutil, "which", lambda name: None)
-    with pytest.raises(launch.LaunchError, match="apt-get install numactl.*nproc_per_node"):
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(launch.LaunchError, match=r"apt-get install numactl.*nproc_per_node"):
         launch.TorchrunLaunch(topology="0").check_local(launch.RankStart("python", [], gpus=0))
     launch.TorchrunLaunch().check_local(launch.RankStart("python", [], gpus=2))
     launch.TorchrunLaunch(nproc_per_node=2).check_local(launch.RankStart("python", [], gpus=0))
