@@ -87,7 +87,7 @@ def test_every_pipeline_feeds_the_same_tensors(even_tree: Path) -> None:
     xs, ys = _first_batch({})  # synthetic: random pixels through the same finish
     _assert_step_tensors(xs, ys)
     if not HAVE_DALI:
-        pytest.skip("DALI is not installed (pip install -e '.[dali]'); the other pipelines were compared")
+        pytest.skip("DALI is not installed (make venv-dali); the other pipelines were compared")
 
 
 def test_random_crops_differ_but_stay_in_range(even_tree: Path) -> None:

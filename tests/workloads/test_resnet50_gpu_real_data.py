@@ -96,7 +96,7 @@ def test_the_tf_data_service_pipeline(tmp_path: Path, generated: Path, service: 
     assert prep["workers"] == 1 and prep["dispatcher"] == service
 
 
-@pytest.mark.skipif(not HAVE_DALI, reason="DALI is not installed (pip install -e '.[dali]')")
+@pytest.mark.skipif(not HAVE_DALI, reason="DALI is not installed (make venv-dali, or pip install -e '.[dali]')")
 def test_dalis_cpu_backend(tmp_path: Path, generated: Path) -> None:
     proc = _run(tmp_path, "input_pipeline=dali", f"data_dir={generated}", "num_workers=1")
     assert proc.returncode == 0, proc.stderr + proc.stdout

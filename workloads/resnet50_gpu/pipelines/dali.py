@@ -8,7 +8,7 @@ horizontal ``flip``, all on the GPU after the decoder. It delivers uint8 NHWC on
 :class:`~workloads.resnet50_gpu.pipelines.tensors.Finisher` normalises as for every pipeline.
 
 With ``device=cpu`` the same graph runs on DALI's CPU backend (``device_id=None``, the "cpu"
-decoder), which is what CI runs. DALI is an optional extra (``pip install -e '.[dali]'``,
+decoder), which is what CI runs. DALI is an optional extra (``make venv-dali, or pip install -e '.[dali]'``,
 the ``nvidia-dali-cuda130`` wheel, about 200 MB plus nvJPEG and nvImageCodec).
 """
 
@@ -38,7 +38,8 @@ def _dali() -> Any:
     except ImportError as exc:
         raise WorkloadRefused(
             f"input_pipeline=dali needs NVIDIA DALI ({exc}); install trainbench's dali extra: "
-            "pip install -e '.[dali]' (the nvidia-dali-cuda130 wheel; its CPU backend runs without a GPU)"
+            "make venv-dali, or pip install -e '.[dali]' (the nvidia-dali-cuda130 wheel; its CPU backend runs "
+            "without a GPU)"
         ) from exc
     return dali, dali_torch
 
