@@ -24,6 +24,7 @@ MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 export MLFLOW_TRACKING_URI
 
 BIN := $(VENV)/bin
+, := ,
 
 # Install levels: each target installs only what it needs into $(VENV), and a later target
 # adds the rest (torch is installed once). core: `make validate` (no torch, TensorFlow or MLflow);
@@ -34,6 +35,7 @@ STAMP_CORE := $(VENV)/.trainbench-core
 STAMP_REPORT := $(VENV)/.trainbench-report
 STAMP_RUN := $(VENV)/.trainbench-run
 STAMP_DEV := $(VENV)/.trainbench-dev
+STAMP_DALI := $(VENV)/.trainbench-dali
 STAMP := $(STAMP_DEV)
 REPORT_SPEC := .[plots,tracking]
 
@@ -71,7 +73,14 @@ $(STAMP_RUN): pyproject.toml
 $(STAMP_DEV): pyproject.toml
 	$(call install,.[dev],$(STAMP_CORE) $(STAMP_REPORT) $(STAMP_RUN) $(STAMP_DEV),the tests and tools)
 
+$(STAMP_DALI): pyproject.toml $(STAMP_DEV)
+	$(call install,.[dev$(,)dali],$(STAMP_DALI),NVIDIA DALI for input_pipeline=dali and its tests)
+
 venv: $(STAMP_DEV)
+
+# NVIDIA DALI (about 720 MB installed): input_pipeline=dali's CPU backend runs here, so CI tests it;
+# `make test` alone skips those tests, saying why.
+venv-dali: $(STAMP_DALI)
 
 run: $(STAMP_RUN)
 	$(BIN)/trainbench run $(WORKLOAD) $(if $(PROFILE),--profile $(PROFILE)) --runtime $(RUNTIME) $(ARGS)

@@ -15,6 +15,7 @@ containers    the Docker SDK                     ``run --runtime docker``, ``ima
 run           train + tracking + containers      ``make run`` (the main job)
 offload       TensorFlow (tf.data service)       ``data-service``, ``bench-mnist`` part 2
 mlperf        mlperf-logging                     ``export mlperf``, ``submit --mlperf``
+dali          NVIDIA DALI (nvJPEG)               ``run`` with ``input_pipeline=dali``, ``bench-pipelines``
 dev           run + offload + mlperf + tools     ``make test``, ``make lint``
 ============  =================================  ==========================================
 
@@ -37,6 +38,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "containers": ("docker",),
     "offload": ("tensorflow",),
     "mlperf": ("mlperf_logging",),
+    "dali": ("nvidia.dali",),
 }
 """Extra -> the top-level modules it installs that trainbench imports (pyproject.toml's
 ``[project.optional-dependencies]`` is the source of truth; a test keeps the two in step)."""
@@ -49,7 +51,7 @@ MAKE_TARGET: dict[str, str] = {
     "offload": "make test",
     "mlperf": "make test",
 }
-"""Extra -> the make target that installs it in a clone (into $(VENV), default .venv)."""
+"""Extra -> the make target that installs it in a clone (into $(VENV), default .venv); none for ``dali``."""
 
 _OWNER = {module: extra for extra, modules in reversed(EXTRAS.items()) for module in modules}
 """Module -> the first extra of :data:`EXTRAS` that provides it (the smallest: matplotlib -> plots)."""
@@ -69,8 +71,9 @@ def _installed(module: str) -> bool:
 def _message(extra: str, modules: list[str], what: str) -> str:
     return (
         f"{what} needs {', '.join(modules)}, which the '{extra}' extra installs and this environment lacks. "
-        f"Install it with `pip install 'trainbench[{extra}]'` (in a clone: `{MAKE_TARGET[extra]}`, "
-        f"or `pip install -e '.[{extra}]'`)."
+        f"Install it with `pip install 'trainbench[{extra}]'` (in a clone: "
+        + (f"`{MAKE_TARGET[extra]}`, or " if extra in MAKE_TARGET else "")
+        + f"`pip install -e '.[{extra}]'`)."
     )
 
 

@@ -159,9 +159,9 @@ def _layer(module: str) -> int | None:
     best: tuple[int, int] | None = None
     for i, prefixes in enumerate(STACK):
         for p in prefixes:
-            if module == p or (module.startswith(p + ".") and p != "suite"):
-                if best is None or len(p) > best[0]:
-                    best = (len(p), i)
+            covers = module == p or (module.startswith(p + ".") and p != "suite")
+            if covers and (best is None or len(p) > best[0]):
+                best = (len(p), i)
     return best[1] if best is not None else None
 
 

@@ -32,8 +32,8 @@ from suite.extras import missing_extra
 AREAS = (
     "run",  # run, rank (hidden), sync
     "inspect",  # list, show, prices, schema
-    "bench",  # bench, bench-gpu, bench-mnist
-    "data",  # data fetch, data-service
+    "bench",  # bench, bench-gpu, bench-pipelines, bench-mnist, bench-validate
+    "data",  # data fetch, make-imagenet-like, manifest, verify; data-service
     "validate",  # validate, report, submission-schema
     "submit",  # submit
     "bands",  # bands list, bands derive

@@ -1,4 +1,4 @@
-"""Benchmarks that print figures: ``trainbench bench`` (CPU), ``bench-gpu`` and ``bench-mnist``."""
+"""Benchmarks that print figures: ``trainbench bench`` (CPU), ``bench-gpu``, ``bench-pipelines`` and ``bench-mnist``."""
 
 from __future__ import annotations
 
@@ -114,6 +114,86 @@ def bench_gpu(
         raise Interrupted(f"bench-gpu interrupted; the {len(doc['cells'])} cell(s) measured are in {doc['path']}")
 
 
+@click.command("bench-pipelines")
+@click.argument("data_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--pipelines", default="dataloader,dali,tfdata-service", show_default=True,
+              help="Comma-separated real-data pipelines, run after the synthetic ceiling.")  # fmt: skip
+@click.option("--profile", default="quick", show_default=True, help="Profile of resnet50-gpu-horovod.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Settings for every run, e.g. engine=ddp, num_workers=15, device=cpu.")  # fmt: skip
+@click.option("--service-cpus", multiple=True, metavar="CPULIST",
+              help="tfdata-service: a local service worker pinned to CPULIST (repeat for more) "
+                   "[default: one, unpinned].")  # fmt: skip
+@click.option("--trainer-cpus", metavar="CPULIST", help="Pin the trainer (every run) to these CPUs.")
+@click.option("--price-per-hour", type=click.FloatRange(min=0, min_open=True), help="Trainer machine, USD/h.")
+@click.option("--instance-type", help="Trainer machine: look its price up in the price table.")
+@click.option("--pricing", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True)
+@click.option("--region", help="Region of the price-table lookups.")
+@click.option("--service-price-per-hour", type=click.FloatRange(min=0, min_open=True),
+              help="tfdata-service: USD/h of each extra CPU instance its workers stand for.")  # fmt: skip
+@click.option("--service-instance-type", help="tfdata-service: look that instance's price up instead.")
+@click.option("--service-instances", type=click.IntRange(1, 1024), default=1, show_default=True,
+              help="tfdata-service: extra CPU instances to price in.")  # fmt: skip
+@click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results/bench-pipelines"),
+              show_default=True)  # fmt: skip
+def bench_pipelines(
+    data_dir: Path,
+    pipelines: str,
+    profile: str,
+    overrides: tuple[str, ...],
+    service_cpus: tuple[str, ...],
+    trainer_cpus: str | None,
+    price_per_hour: float | None,
+    instance_type: str | None,
+    pricing: str,
+    region: str | None,
+    service_price_per_hour: float | None,
+    service_instance_type: str | None,
+    service_instances: int,
+    output_dir: Path,
+) -> None:
+    """Is the GPU fed? resnet50-gpu-horovod on the synthetic ceiling, then on the JPEGs of DATA_DIR
+    through each input pipeline, on this machine's device: images/s, share of the ceiling,
+    input-bound fraction, CPU cores, samples per dollar (tfdata-service's extra CPU instances priced
+    in), and a verdict in words. --set device=cpu runs it without a GPU (a tiny set is enough).
+
+    Exit codes: 0 every row measured; 1 a row failed; 2 bad input; 130 interrupted (the rows measured are kept).
+    """
+    require("train", "trainbench bench-pipelines")
+    from suite.bench.pipelines import BenchSettings, Pricing
+    from suite.bench.pipelines_report import main as bench_main
+
+    if price_per_hour is not None and instance_type is not None:
+        raise BadInput("give --price-per-hour or --instance-type, not both")
+    if service_price_per_hour is not None and service_instance_type is not None:
+        raise BadInput("give --service-price-per-hour or --service-instance-type, not both")
+    chosen = tuple(p.strip() for p in pipelines.split(",") if p.strip())
+    settings = BenchSettings(
+        data_dir=data_dir,
+        pipelines=chosen,
+        profile=profile,
+        overrides=overrides,
+        service_cpus=tuple(service_cpus) or (None,),
+        trainer_cpus=trainer_cpus,
+        pricing=Pricing(
+            price_per_hour,
+            instance_type,
+            pricing,
+            region,
+            service_price_per_hour,
+            service_instance_type,
+            service_instances,
+        ),
+    )
+    stop_on_sigterm()  # a supervisor's SIGTERM stops like Ctrl-C: the rows measured are kept
+    doc = bench_main(settings, output_dir.resolve())
+    if not doc["complete"]:
+        raise Interrupted(f"bench-pipelines interrupted; the {len(doc['rows'])} row(s) measured are in {doc['path']}")
+    failed = [r["pipeline"] for r in doc["rows"] if r["error"]]
+    if failed:
+        raise RunFailed(f"{', '.join(failed)} not measured (see the table); the other rows are in {doc['path']}")
+
+
 @click.command("bench-mnist")
 @click.option("--repeats", "chain_repeats", type=click.IntRange(0, 64), default=4, show_default=True,
               help="preprocess_repeats of the heavy chain.")  # fmt: skip
@@ -175,5 +255,5 @@ def bench_validate(steps: int) -> None:
         raise RunFailed(str(exc)) from exc
 
 
-COMMANDS = (bench, bench_gpu, bench_mnist, bench_validate)
+COMMANDS = (bench, bench_gpu, bench_pipelines, bench_mnist, bench_validate)
 """This area's commands (registered by :mod:`suite.commands`)."""

@@ -2,7 +2,8 @@
 
 Every interval is printed as a range with its relative half-width, or, when the records
 cannot bound it, as "too few repeats to bound" with the fix: never as a range that means
-nothing. A disturbed measurement (other processes or steal during a window) and a
+nothing. One wider than +-5% is followed by why it cannot decide and what to change
+(:func:`suite.run.diagnosis.interval_advice`). A disturbed measurement (other processes or steal during a window) and a
 disturbed scaling comparison are flagged in red.
 """
 
@@ -17,6 +18,7 @@ from harness.stats import Summary
 from suite import labels
 from suite.labels.telemetry import energy_text, gpu_readings_text
 from suite.results import Result
+from suite.run.diagnosis import interval_advice
 from suite.run.header import hugepages_text, isa_text, precision_text
 
 
@@ -34,6 +36,15 @@ def interval_text(s: Summary) -> str:
         return s.throughput_ci95_reason
     low = f" (only its lower end is known: {ci.low:.2f} samples/s)" if ci is not None else ""
     return f"too few repeats to bound{low}. Fix: raise repeats or measure_steps"
+
+
+def loader_batches(params: dict[str, Any]) -> int | None:
+    """Batches a DataLoader holds in flight (workers x prefetch), from a run's params; None without workers."""
+    workers = params.get("num_workers")
+    if params.get("input_pipeline", "dataloader") != "dataloader" or not isinstance(workers, int) or workers <= 0:
+        return None
+    prefetch = params.get("prefetch")
+    return workers * (prefetch if isinstance(prefetch, int) and prefetch > 0 else 2)  # torch's default is 2
 
 
 def _scaling_row(result: Result) -> str:
@@ -108,8 +119,9 @@ def summary_table(result: Result) -> Table:
         _hardware_rows(t, result)
         return t
     t.add_row("throughput", f"[bold green]{s.throughput:.2f} samples/s[/bold green]")
-    bounded = s.throughput_ci95 is not None and s.throughput_ci95.high is not None
-    t.add_row("95% CI", escape(interval_text(s)) if bounded else f"[yellow]{escape(interval_text(s))}[/yellow]")
+    advice = interval_advice(s, loader_batches(result.config.params) if s.input_bound_fraction > 0 else None)
+    ci = interval_text(s) + (f"\n{advice}" if advice else "")
+    t.add_row("95% CI", f"[yellow]{escape(ci)}[/yellow]" if advice else escape(ci))
     t.add_row(
         "repeats", ", ".join(f"{v:.2f}" for v in s.repeat_throughputs) + f" samples/s (spread {s.repeat_spread:.1%})"
     )

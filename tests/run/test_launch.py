@@ -75,3 +75,21 @@ def test_run_cpu_command() -> None:
         "--progress",
         "p",
     ]
+
+
+def test_torchrun_starts_one_unbound_rank_per_gpu_of_a_gpu_workload() -> None:
+    """Without nproc_per_node, a GPU workload gets one rank per visible GPU and no NUMA binding; a CPU
+    workload (gpus=0) keeps one bound rank per NUMA node."""
+    per_gpu = launch.plan_launch(launch.TorchrunLaunch(), Path("j"), Path("o"), base_env={}, gpus=4)
+    assert "--nproc-per-node=4" in per_gpu.command and per_gpu.processes == 4 and not per_gpu.placement
+    per_node = launch.plan_launch(launch.TorchrunLaunch(topology="0"), Path("j"), Path("o"), base_env={}, gpus=0)
+    assert per_node.placement and per_node.processes == 1
+
+
+def test_torchrun_numa_placement_without_numactl_is_refused_before_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The preflight refuses it with both fixes; ranks one per GPU need no numactl."""
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(launch.LaunchError, match=r"apt-get install numactl.*nproc_per_node"):
+        launch.TorchrunLaunch(topology="0").check_local(launch.RankStart("python", [], gpus=0))
+    launch.TorchrunLaunch().check_local(launch.RankStart("python", [], gpus=2))
+    launch.TorchrunLaunch(nproc_per_node=2).check_local(launch.RankStart("python", [], gpus=0))

@@ -58,6 +58,7 @@ __all__ = [
     "local_dataset",
     "parse_origin",
     "service_dataset",
+    "with_origin",
 ]
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -65,6 +66,11 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 
 def _origin() -> tf.Tensor:
     return tf.strings.join([tf.io.read_file("/proc/sys/kernel/hostname"), tf.io.read_file("/proc/self/status")])
+
+
+def with_origin(ds: tf.data.Dataset) -> tf.data.Dataset:
+    """``ds`` of ``(x, y)`` batches as ``(x, y, origin)``: the process that made each batch (:class:`TfBatches`)."""
+    return ds.map(lambda x, y: (x, y, _origin()))
 
 
 def _gaussian_kernel(sigma: tf.Tensor) -> tf.Tensor:
@@ -153,8 +159,7 @@ def build_dataset(
         ds = ds.map(lambda xy, s: fn(xy[0], xy[1], s))
     else:
         ds = ds.map(lambda xy, s: fn(xy[0], xy[1], s), num_parallel_calls=parallel_calls or tf.data.AUTOTUNE)
-    ds = ds.batch(batch_size, drop_remainder=True)
-    return ds.map(lambda x, y: (x, y, _origin()))
+    return with_origin(ds.batch(batch_size, drop_remainder=True))
 
 
 def cpu_ms_per_sample(arrays: MnistArrays, repeats: int, upscale: int, samples: int, warmup: int = 2) -> float:

@@ -10,13 +10,11 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from torchvision import datasets, transforms
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-"""ImageNet channel statistics used by torchvision's reference training recipes."""
-
-
-class DataError(ValueError):
-    """A data source that cannot feed the run (missing, empty, too small)."""
+from workloads.image_files import IMAGENET_MEAN as IMAGENET_MEAN
+from workloads.image_files import IMAGENET_STD as IMAGENET_STD
+from workloads.image_files import VAL_SPLIT_DIR as VAL_SPLIT_DIR
+from workloads.image_files import DataError as DataError
+from workloads.image_files import val_split_dir as val_split_dir
 
 
 class SyntheticImages(Dataset[tuple[torch.Tensor, int]]):
@@ -36,21 +34,6 @@ class SyntheticImages(Dataset[tuple[torch.Tensor, int]]):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         return torch.randn(3, self.image_size, self.image_size), index % self.num_classes
-
-
-VAL_SPLIT_DIR = "val"
-"""A ``val/`` folder of class folders inside ``data_dir`` is the evaluation split (ImageNet's layout)."""
-
-
-def val_split_dir(root: str | Path) -> Path | None:
-    """``root/val`` when it is an evaluation split (a directory holding class folders), else None.
-
-    A ``val`` folder that holds images directly is an ordinary class, as ImageFolder sees it.
-    """
-    val = Path(root) / VAL_SPLIT_DIR
-    if val.is_dir() and any(p.is_dir() for p in val.iterdir()):
-        return val
-    return None
 
 
 class ClassFolder(datasets.ImageFolder):  # type: ignore[misc]  # torchvision has no type hints

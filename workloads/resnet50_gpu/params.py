@@ -1,10 +1,12 @@
-"""Parameters of the ResNet-50 GPU workload: the precision/layout/compile knobs, data and engine."""
+"""Parameters of the ResNet-50 GPU workload: the precision/layout/compile knobs, input pipeline and engine."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+InputPipeline = Literal["synthetic", "dataloader", "dali", "tfdata-service"]
 
 
 class ResNet50GPUParams(BaseModel):
@@ -21,12 +23,32 @@ class ResNet50GPUParams(BaseModel):
             (``torch.amp.GradScaler``). On CPU only fp32 and bf16 are accepted.
         channels_last: NHWC memory format for model and inputs (what tensor cores prefer).
         compile: ``off`` or ``inductor`` (``torch.compile`` of the model).
-        data: ``synthetic``: one fixed random batch resident on the device, as Horovod's
-            synthetic benchmark and Lambda's benchmark do (measures the training step, not
-            an input pipeline); ``imagefolder``: real JPEGs decoded and augmented by
-            DataLoader workers, copied to the GPU from pinned memory.
-        data_dir: ImageFolder root (one sub-directory per class).
-        num_workers: DataLoader worker processes per rank (imagefolder only).
+        input_pipeline: who feeds the step (every pipeline gives the step the same tensors:
+            float32 N x 3 x image_size x image_size on the device, normalised with ImageNet's
+            mean and std, int64 labels; see ``workloads/resnet50_gpu/pipelines/``):
+            ``synthetic``: one fixed random batch resident on the device, as Horovod's and
+            Lambda's benchmarks do (measures the training step, not an input pipeline: the
+            ceiling the others are compared with);
+            ``dataloader``: DataLoader workers decode the JPEGs of data_dir and random-resized-crop
+            and flip them to uint8; pinned memory, prefetch; the float conversion and the
+            normalisation run on the device;
+            ``dali``: NVIDIA DALI decodes on the GPU (nvJPEG, the "mixed" decoder) and crops,
+            resizes and flips there (its CPU backend with device=cpu); MLPerf's pipeline;
+            ``tfdata-service``: the workers of a tf.data service (data_service) decode and
+            augment, the trainer only trains (the heterogeneous-cluster pattern of seed 001).
+            Unset: ``dataloader`` with data=imagefolder, else ``synthetic``.
+        data: what the step trains on, resolved from input_pipeline when unset: ``synthetic``
+            or ``imagefolder`` (real JPEGs in data_dir, whichever pipeline reads them). Kept
+            for configs written before input_pipeline (``data=imagefolder`` means the DataLoader).
+        data_dir: a tree of class folders of JPEGs: ImageNet's ``train/`` or ``val/`` (sorted into
+            class folders), an ImageFolder, or ``trainbench data make-imagenet-like DIR``.
+        num_workers: preprocessing parallelism per rank: DataLoader worker processes; DALI's CPU
+            threads; map parallelism on each tf.data service worker (0 = tuned by tf.data).
+        prefetch: batches read ahead: per DataLoader worker (its prefetch_factor); DALI's
+            prefetch queue depth; tf.data's prefetch in the trainer.
+        data_service: HOST:PORT of the tf.data service dispatcher (input_pipeline=tfdata-service);
+            its workers must read data_dir at the same path (same host, or a shared mount).
+        service_timeout_s: seconds to wait for the dispatcher and the first batch.
         image_size: square input size in pixels (224 for ImageNet).
         num_classes: classifier outputs (1000 for ImageNet).
         lr: SGD learning rate (Horovod's benchmark uses 0.01).
@@ -44,9 +66,13 @@ class ResNet50GPUParams(BaseModel):
     precision: Literal["fp32", "bf16", "fp16"] = "bf16"
     channels_last: bool = True
     compile: Literal["off", "inductor"] = "off"
+    input_pipeline: InputPipeline = "synthetic"
     data: Literal["synthetic", "imagefolder"] = "synthetic"
     data_dir: str | None = None
     num_workers: int = Field(4, ge=0, le=256)
+    prefetch: int = Field(2, ge=1, le=64)
+    data_service: str | None = Field(None, pattern=r"^[^\s:/]+:[0-9]{1,5}$")
+    service_timeout_s: float = Field(60.0, gt=0, le=3600, allow_inf_nan=False)
     image_size: int = Field(224, ge=32, le=1024)
     num_classes: int = Field(1000, ge=2)
     lr: float = Field(0.01, gt=0, allow_inf_nan=False)
@@ -55,10 +81,36 @@ class ResNet50GPUParams(BaseModel):
     collective_timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False)
     seed: int = 0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_data(cls, values: Any) -> Any:
+        """Fill input_pipeline from data (configs written before it), and data from input_pipeline."""
+        if not isinstance(values, dict):
+            return values
+        out = dict(values)
+        if out.get("input_pipeline") is None:
+            out["input_pipeline"] = "dataloader" if out.get("data") == "imagefolder" else "synthetic"
+        if out.get("data") is None:
+            out["data"] = "synthetic" if out["input_pipeline"] == "synthetic" else "imagefolder"
+        return out
+
     @model_validator(mode="after")
     def _consistent(self) -> ResNet50GPUParams:
-        if self.data == "imagefolder" and not self.data_dir:
-            raise ValueError("data=imagefolder needs data_dir=<directory with one folder per class>")
+        reads_files = self.input_pipeline != "synthetic"
+        if reads_files != (self.data == "imagefolder"):
+            raise ValueError(
+                f"data={self.data} contradicts input_pipeline={self.input_pipeline}: set input_pipeline "
+                "(synthetic, dataloader, dali or tfdata-service) and leave data out, it follows"
+            )
+        if reads_files and not self.data_dir:
+            raise ValueError(
+                f"input_pipeline={self.input_pipeline} needs data_dir=<directory with one folder per class of "
+                "JPEGs> (ImageNet's train/, or `trainbench data make-imagenet-like DIR`)"
+            )
+        if self.input_pipeline == "tfdata-service" and not self.data_service:
+            raise ValueError("input_pipeline=tfdata-service needs data_service=HOST:PORT of the dispatcher")
+        if self.input_pipeline != "tfdata-service" and self.data_service:
+            raise ValueError("data_service applies to input_pipeline=tfdata-service only")
         if self.device == "cpu" and self.precision == "fp16":
             raise ValueError("precision=fp16 needs device=cuda; on CPU use bf16 or fp32")
         if self.device == "cpu" and self.backend == "nccl":

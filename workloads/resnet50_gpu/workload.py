@@ -24,7 +24,6 @@ On CPU every operation is synchronous and the loss is checked each step.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -32,14 +31,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torchvision
-from torch.utils.data import DataLoader, DistributedSampler
 
 from harness.device_timer import CudaEventTimer, DeviceTimer
 from harness.workload import Workload
 from workloads.checks import NonFiniteLossError, check_loss
-from workloads.resnet50_cpu.data import DataError, imagefolder
+from workloads.image_files import DataError
 from workloads.resnet50_gpu.engine import EngineError, join_engine, local_rank, local_size
 from workloads.resnet50_gpu.params import ResNet50GPUParams
+from workloads.resnet50_gpu.pipelines import build_feed
 
 __all__ = ["DataError", "EngineError", "NonFiniteLossError", "ResNet50GPU"]
 
@@ -62,7 +61,9 @@ class ResNet50GPU(Workload):
 
     Raises (from ``__init__``):
         EngineError: Horovod is missing, or the rank has no GPU.
-        DataError: the ImageFolder cannot feed a batch per rank.
+        DataError: data_dir cannot feed a batch per rank.
+        WorkloadRefused: the input pipeline cannot run here (DataLoader memory, DALI missing).
+        DataServiceError: the tf.data service cannot feed the run.
     """
 
     sync_each_step = False
@@ -126,31 +127,10 @@ class ResNet50GPU(Workload):
         self._dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(params.precision)
         self._bad = torch.zeros((), dtype=torch.bool, device=self.device)
         self._flag = torch.zeros(1, dtype=torch.int32)
-        self._epoch = 0
-        self.loader: DataLoader[Any] | None = None
-        self.sampler: DistributedSampler[Any] | None = None
-        self.dataset_samples: int | None = None
-        if params.data == "imagefolder":
-            assert params.data_dir is not None  # checked by the params model
-            dataset = imagefolder(params.data_dir, params.image_size)
-            self.sampler = DistributedSampler(
-                dataset, num_replicas=self.world_size, rank=self.rank, shuffle=True, seed=params.seed, drop_last=True
-            )
-            if len(self.sampler) < params.batch_size:
-                raise DataError(
-                    f"the dataset has {len(dataset)} samples, {len(self.sampler)} per rank, fewer than "
-                    f"batch_size={params.batch_size}; lower batch_size or add data"
-                )
-            self.dataset_samples = len(dataset)
-            self.loader = DataLoader(
-                dataset,
-                batch_size=params.batch_size,
-                sampler=self.sampler,
-                num_workers=params.num_workers,
-                pin_memory=self.device.type == "cuda",
-                drop_last=True,
-                persistent_workers=params.num_workers > 0,
-            )
+        # the input pipeline (workloads/resnet50_gpu/pipelines/): the same tensors whichever feeds the step
+        self.feed = build_feed(
+            params, self.device, self.memory_format, rank=self.rank, world_size=self.world_size, ranks_here=local_size()
+        )
 
     def describe(self) -> dict[str, Any]:
         """Engine, device, world size, both batch sizes, precision and versions (JSON-ready)."""
@@ -172,12 +152,14 @@ class ResNet50GPU(Workload):
             "weights_channels_last": self.weights_channels_last,
             "compile": self.params.compile,
             "data": self.params.data,
+            "input_pipeline": self.params.input_pipeline,
+            "preprocessing": dict(self.feed.preprocessing),
             "torch_threads": torch.get_num_threads(),
             "timing": "device sync and barrier at window edges only (sync_each_step=False)"
             + ("; step times from CUDA events around each step" if self.device.type == "cuda" else ""),
         }
-        if self.dataset_samples is not None:
-            info["dataset_samples"] = self.dataset_samples
+        if self.feed.dataset_samples is not None:
+            info["dataset_samples"] = self.feed.dataset_samples
         if self.hvd is not None:
             import horovod
 
@@ -191,23 +173,8 @@ class ResNet50GPU(Workload):
         return info
 
     def batches(self) -> Iterator[Any]:
-        """Batches forever: the resident synthetic batch, or the rank's ImageFolder shard epoch after epoch."""
-        if self.loader is None:
-            g = torch.Generator(device="cpu").manual_seed(self.params.seed + self.rank)
-            size = (self.params.batch_size, 3, self.params.image_size, self.params.image_size)
-            x = torch.randn(size, generator=g).to(self.device).contiguous(memory_format=self.memory_format)
-            y = torch.randint(0, self.params.num_classes, (self.params.batch_size,), generator=g).to(self.device)
-            return itertools.repeat((x, y))
-        return self._epochs()
-
-    def _epochs(self) -> Iterator[Any]:
-        assert self.loader is not None and self.sampler is not None
-        while True:
-            self.sampler.set_epoch(self._epoch)
-            self._epoch += 1
-            for x, y in self.loader:
-                x = x.to(self.device, non_blocking=True).contiguous(memory_format=self.memory_format)
-                yield x, y.to(self.device, non_blocking=True)
+        """Batches forever from the input pipeline: float32 N x 3 x S x S on the device, int64 labels."""
+        return self.feed.batches
 
     def step(self, batch: Any) -> int:
         """One optimizer step; returns the rank's samples (``batch_size``).
