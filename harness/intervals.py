@@ -113,33 +113,32 @@ def group_measured_steps(steps: Sequence[StepRecord]) -> dict[tuple[int, int], l
     return out
 
 
-def throughput_interval(
-    steps: Sequence[StepRecord], windows: Sequence[WindowRecord], level: float = 0.95
-) -> Interval | Unbounded:
-    """Confidence interval of the throughput, or why it cannot be bounded.
+@dataclass(frozen=True)
+class IntervalUnits:
+    """The units a run's throughput interval is built from: seconds per sample of each unit.
 
-    With :data:`MIN_REPEATS_T` (5) or more repeats: a Student-t interval over the repeats'
-    seconds per sample (window seconds / window samples). With fewer: the method of batch
-    means (Law & Kelton, "Simulation Modeling and Analysis", batch means for steady-state
-    output) pooled over all measurement windows: about :data:`BATCHES` batches in all, each
-    of at least 2 contiguous steps of one window (a batch never crosses a window edge),
-    spread over the windows so that batch lengths are as equal as possible, then a t-interval
-    over the batches. Batch durations come from :func:`step_spans`, so they add up to the
-    window's seconds, the same time base as the throughput. With several ranks, a batch
-    lasts as long as its slowest rank and holds the samples of all ranks, as the throughput
-    does (:func:`combine_ranks`). With one repeat this is exactly the interval of earlier
-    versions. When the windows hold too few steps for 2 batches, 2-4 repeats fall back to
-    the t-interval over repeats.
+    Attributes:
+        seconds_per_sample: one value per unit (a repeat's window, or a batch of contiguous
+            steps), each its seconds over its samples (all ranks; the slowest rank's seconds).
+        method: how the units were formed, in words (e.g. "batch means, 10 batches of 2 steps").
+    """
 
-    The interval is computed on seconds per sample and inverted. It is :class:`Unbounded`
-    (never a range that means nothing) when there are too few steps, or when the lower
-    end of the seconds-per-sample interval reaches zero; its ``reason`` gives the fix.
-    Work is O(n) in the number of records.
+    seconds_per_sample: list[float]
+    method: str
+
+
+def interval_units(steps: Sequence[StepRecord], windows: Sequence[WindowRecord]) -> IntervalUnits | Unbounded:
+    """The units of :func:`throughput_interval` (see there for how they are chosen), or why there are too few.
+
+    With :data:`MIN_REPEATS_T` or more repeats: one unit per repeat's window. With fewer: batch
+    means pooled over the windows, else the repeats (2-4 repeats whose windows hold too few steps
+    for 2 batches). Whatever compares two runs (a ratio's interval) uses these same units, so it
+    rests on the same information as each run's own interval. Work is O(n) in the records.
     """
     measured = [w for w in combine_ranks(windows) if w.phase is Phase.MEASUREMENT]
-    repeats_method = f"t-interval over {len(measured)} repeats"
+    repeats = IntervalUnits([w.seconds / w.samples for w in measured], f"t-interval over {len(measured)} repeats")
     if len(measured) >= MIN_REPEATS_T:
-        return _point_or_t([w.seconds / w.samples for w in measured], level, repeats_method)
+        return repeats
     raw: dict[int, dict[int, WindowRecord]] = {}
     for w in windows:
         if w.phase is Phase.MEASUREMENT:
@@ -154,7 +153,7 @@ def throughput_interval(
     total_steps = sum(n for _, _, n in plans)
     if sum(counts) < 2:
         if len(measured) >= 2:
-            return _point_or_t([w.seconds / w.samples for w in measured], level, repeats_method)
+            return repeats
         return Unbounded(
             f"too few measured steps to bound ({total_steps} in {len(plans)} window(s); batch means need "
             "at least 4, two batches of 2). Fix: raise measure_steps or repeats",
@@ -174,8 +173,38 @@ def throughput_interval(
             sizes.append(len(b))
     lo, hi = min(sizes), max(sizes)
     where = "" if len(plans) == 1 else f" over {sum(1 for k in counts if k)} windows"
-    method = f"batch means{where}, {len(per_batch)} batches of {lo if lo == hi else f'{lo}-{hi}'} steps"
-    return _point_or_t(per_batch, level, method)
+    return IntervalUnits(
+        per_batch, f"batch means{where}, {len(per_batch)} batches of {lo if lo == hi else f'{lo}-{hi}'} steps"
+    )
+
+
+def throughput_interval(
+    steps: Sequence[StepRecord], windows: Sequence[WindowRecord], level: float = 0.95
+) -> Interval | Unbounded:
+    """Confidence interval of the throughput, or why it cannot be bounded.
+
+    With :data:`MIN_REPEATS_T` (5) or more repeats: a Student-t interval over the repeats'
+    seconds per sample (window seconds / window samples). With fewer: the method of batch
+    means (Law & Kelton, "Simulation Modeling and Analysis", batch means for steady-state
+    output) pooled over all measurement windows: about :data:`BATCHES` batches in all, each
+    of at least 2 contiguous steps of one window (a batch never crosses a window edge),
+    spread over the windows so that batch lengths are as equal as possible, then a t-interval
+    over the batches. Batch durations come from :func:`step_spans`, so they add up to the
+    window's seconds, the same time base as the throughput. With several ranks, a batch
+    lasts as long as its slowest rank and holds the samples of all ranks, as the throughput
+    does (:func:`combine_ranks`). With one repeat this is exactly the interval of earlier
+    versions. When the windows hold too few steps for 2 batches, 2-4 repeats fall back to
+    the t-interval over repeats. The units are :func:`interval_units`'.
+
+    The interval is computed on seconds per sample and inverted. It is :class:`Unbounded`
+    (never a range that means nothing) when there are too few steps, or when the lower
+    end of the seconds-per-sample interval reaches zero; its ``reason`` gives the fix.
+    Work is O(n) in the number of records.
+    """
+    units = interval_units(steps, windows)
+    if isinstance(units, Unbounded):
+        return units
+    return _point_or_t(units.seconds_per_sample, level, units.method)
 
 
 def combine_ranks(windows: Sequence[WindowRecord]) -> list[WindowRecord]:

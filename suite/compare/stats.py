@@ -1,35 +1,28 @@
 """The ratio of two throughputs, B/A, with a 95% confidence interval and a significance verdict.
 
-Method (written into every comparison's output):
+Method (written into every comparison's output): **the delta method on the log scale, with
+each side's standard error from the same units as its runs' own intervals.**
 
-1. **Welch's t on log throughputs**, when both sides have at least 2 measurement
-   windows (repeats). With ``x_i = ln`` of A's window throughputs and ``y_j`` of B's,
-   the estimate is ``exp(mean(y) - mean(x))``, the ratio of the geometric means of the
-   windows' throughputs; the interval is ``exp(d ± t(df) · se)`` with
-   ``se² = s_x²/n_x + s_y²/n_y`` and Welch–Satterthwaite degrees of freedom (Welch,
-   "The generalization of 'Student's' problem when several different population
-   variances are involved", Biometrika 34, 1947). The log scale suits a quantity that
-   is positive and changes by factors (Fleming & Wallace, "How not to lie with
-   statistics: the correct way to summarize benchmark results", CACM 29(3), 1986);
-   it is how ratios of geometric means get their interval in bioequivalence testing
-   (FDA, "Statistical Approaches to Establishing Bioequivalence", 2001). Unlike
-   Fieller's interval for a ratio of means (Fieller, "Some problems in interval
-   estimation", JRSS B 16, 1954), which Kalibera & Jones recommend for benchmark
-   ratios ("Rigorous Benchmarking in Reasonable Time", ISMM 2013), it is never
-   unbounded, and the interval for A/B is exactly the reciprocal of the one for B/A.
-2. **A percentile bootstrap over windows**, when a side has fewer than 2 windows.
-   A side with fewer than :data:`MIN_UNITS` windows has them split into contiguous
-   batches of measured steps (up to 10 per window, at least 2 steps each, as the
-   harness's batch means do), a side with more keeps its windows, and each side's
-   units are resampled with replacement
-   (:data:`RESAMPLES` times, fixed seed, so the output is reproducible). Each resample's
-   throughput is total samples / total seconds, as the suite's throughput is; the
-   interval is the 2.5th and 97.5th percentile of the resampled ratios (Efron &
-   Tibshirani, "An Introduction to the Bootstrap", 1993, ch. 13). Resampling
-   contiguous batches rather than single steps keeps the autocorrelation of
-   neighbouring steps inside each unit (Carlstein, Ann. Statist. 14(3), 1986).
-3. **No interval** when a side has fewer than :data:`MIN_UNITS` units even then; the
-   output says so and the difference is called undetermined.
+Each run's throughput interval (:func:`harness.intervals.throughput_interval`) is a t-interval
+over units of its measurement: batch means of contiguous measured steps (fewer than 5
+repeats), or the repeats' windows (5 or more), each unit its seconds per sample
+(:func:`harness.intervals.interval_units`). A side's units (those of all its results, pooled)
+have mean ``m``, standard deviation ``s`` and count ``n``; its log throughput ``-ln m`` has
+the standard error ``r = s / (m sqrt(n))`` to first order (the delta method: Var ln X ≈
+Var X / E[X]², Casella & Berger, "Statistical Inference", 2nd ed., 2002, sec. 5.5.4). The ratio
+is the suites' throughputs' (total samples / total seconds), and its interval is
+``exp(ln(B/A) ± t(df) sqrt(r_A² + r_B²))`` with Welch–Satterthwaite degrees of freedom
+``(r_A² + r_B²)² / (r_A⁴/(n_A-1) + r_B⁴/(n_B-1))`` (Welch, Biometrika 34, 1947). So a ratio uses
+the within-window information that each run's own interval uses: two steady runs with ±2%
+intervals over 10 batches each have a ratio interval of about ±2.6%, where Welch's t over their
+2 + 2 repeat windows (one degree of freedom, t = 12.7) gave ±30% or more.
+
+The log scale suits a quantity that is positive and changes by factors (Fleming & Wallace,
+"How not to lie with statistics", CACM 29(3), 1986): the interval is never unbounded, and the
+interval of A/B is exactly the reciprocal of the one of B/A. With several results on a side
+their units are pooled: the run-to-run variation enters only as far as it spreads the units.
+A side whose runs cannot bound their own interval (fewer than 4 measured steps in one repeat)
+gives no interval either; the output says so and the difference is called undetermined.
 
 The difference is significant when the interval excludes 1.
 """
@@ -41,20 +34,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-
+from harness.intervals import Unbounded, interval_units
 from harness.records import Phase
-from harness.stats import combine_ranks, step_spans
+from harness.stats import combine_ranks
 from suite.results import Result
 
-RESAMPLES = 4000
-"""Bootstrap resamples."""
-SEED = 20131
-"""Bootstrap seed: the same inputs always give the same interval."""
-MIN_UNITS = 4
-"""Fewest resampling units (windows or batches) per side for a bootstrap interval."""
-MAX_BATCHES = 10
-"""Most batches one window is split into."""
+METHOD = "delta-log"
+"""The ``method`` of every ratio with an interval."""
 
 
 @dataclass(frozen=True)
@@ -73,10 +59,10 @@ class RatioEstimate:
         ratio: the estimate of throughput B / throughput A.
         low, high: the interval's bounds, or None when none could be computed.
         level: confidence level (0.95).
-        method: ``welch-log``, ``bootstrap`` or ``none``.
+        method: ``delta-log`` (module docstring) or ``none``.
         description: the method in words, with the units and counts used.
-        units_a, units_b: how many units (windows or batches) each side contributed.
-        df: Welch's degrees of freedom (``welch-log`` only).
+        units_a, units_b: how many units (batches or repeat windows) each side contributed.
+        df: Welch–Satterthwaite degrees of freedom (``delta-log`` with some spread only).
     """
 
     ratio: float
@@ -111,106 +97,70 @@ def windows(results: Sequence[Result]) -> list[Unit]:
     ]
 
 
-def batches(results: Sequence[Result]) -> list[Unit]:
-    """Each measurement window split into up to MAX_BATCHES contiguous batches of at least 2 steps.
+@dataclass(frozen=True)
+class SideError:
+    """One side's log-throughput standard error: ``se`` from ``n`` units formed as ``method`` says."""
 
-    A batch holds the samples of all ranks and lasts as long as its slowest rank's
-    steps (their spans, which add up to the window's seconds).
+    se: float
+    n: int
+    method: str
+
+
+def side_error(results: Sequence[Result]) -> SideError | str:
+    """The standard error of ln(throughput) of a side (module docstring), or why there is none.
+
+    Each result contributes the units of its own interval (:func:`harness.intervals.interval_units`).
     """
-    out: list[Unit] = []
+    values: list[float] = []
+    methods: list[str] = []
     for r in results:
-        raw = [w for w in r.windows if w.phase is Phase.MEASUREMENT]
-        for repeat in sorted({w.repeat for w in raw}):
-            by_rank = {w.rank: w for w in raw if w.repeat == repeat}
-            series = {
-                k: sorted(
-                    (s for s in r.steps if s.phase is Phase.MEASUREMENT and s.repeat == repeat and s.rank == k),
-                    key=lambda s: s.index,
-                )
-                for k in by_rank
-            }
-            n = min(len(v) for v in series.values())
-            if n < 2:
-                continue
-            spans = {k: step_spans(series[k], by_rank[k]) for k in by_rank}
-            for idx in np.array_split(np.arange(n), min(MAX_BATCHES, n // 2)):
-                samples = sum(series[k][i].samples for k in by_rank for i in idx)
-                seconds = max(sum(spans[k][i] for i in idx) for k in by_rank)
-                if seconds > 0:
-                    out.append(Unit(samples, seconds))
-    return out
+        units = interval_units(r.steps, r.windows)
+        if isinstance(units, Unbounded):
+            return units.reason
+        values += units.seconds_per_sample
+        methods.append(units.method)
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    words = methods[0] if len(set(methods)) == 1 else "; ".join(methods)
+    if len(results) > 1:
+        words = f"{len(results)} runs pooled: {words}"
+    return SideError(sd / (mean * math.sqrt(n)), n, words)
+
+
+def log_ratio_interval(
+    ratio: float, a: SideError, b: SideError, level: float = 0.95, what: str = "ratio"
+) -> RatioEstimate:
+    """B/A = ``ratio`` with its interval from the two sides' standard errors (module docstring).
+
+    Raises:
+        ValueError: ``ratio`` is not positive, or a side has fewer than 2 units.
+    """
+    if ratio <= 0 or not math.isfinite(ratio):
+        raise ValueError(f"a {what} must be positive and finite, got {ratio}")
+    if a.n < 2 or b.n < 2:
+        raise ValueError("the delta method needs at least 2 units per side")
+    va, vb = a.se**2, b.se**2
+    se = math.sqrt(va + vb)
+    words = f"delta method on the log scale with each run's own interval units (A: {a.method}; B: {b.method})"
+    if se == 0.0:
+        return RatioEstimate(ratio, ratio, ratio, level, METHOD, words + "; no spread", a.n, b.n, None)
+    df = (va + vb) ** 2 / (va**2 / (a.n - 1) + vb**2 / (b.n - 1))
+    from scipy import stats as sps  # 0.5 s to import: only where an interval is computed
+
+    t = float(sps.t.ppf(0.5 + level / 2, df))
+    d = math.log(ratio)
+    return RatioEstimate(
+        ratio, math.exp(d - t * se), math.exp(d + t * se), level, METHOD, f"{words}, df {df:.1f}", a.n, b.n, df
+    )
 
 
 def _rate(units: Sequence[Unit]) -> float:
     return sum(u.samples for u in units) / sum(u.seconds for u in units)
 
 
-def welch_log_ratio(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> RatioEstimate:
-    """Welch's t interval on log throughputs (see the module docstring); ``a``, ``b``: samples/s, >= 2 each.
-
-    Raises:
-        ValueError: fewer than 2 values on a side, or a value that is not positive.
-    """
-    if len(a) < 2 or len(b) < 2:
-        raise ValueError("Welch's t needs at least 2 throughputs per side")
-    if min(*a, *b) <= 0:
-        raise ValueError("throughputs must be positive")
-    x, y = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
-    d = float(y.mean() - x.mean())
-    va, vb = float(x.var(ddof=1)) / len(x), float(y.var(ddof=1)) / len(y)
-    se = math.sqrt(va + vb)
-    words = f"Welch's t on log throughputs of {len(a)} + {len(b)} repeat windows (ratio of geometric means)"
-    if se == 0.0:
-        r = math.exp(d)
-        return RatioEstimate(r, r, r, level, "welch-log", words + "; no spread", len(a), len(b), None)
-    df = (va + vb) ** 2 / (va**2 / (len(x) - 1) + vb**2 / (len(y) - 1))
-    from scipy import stats as sps  # 0.5 s to import: only where an interval is computed
-
-    t = float(sps.t.ppf(0.5 + level / 2, df))
-    return RatioEstimate(
-        math.exp(d),
-        math.exp(d - t * se),
-        math.exp(d + t * se),
-        level,
-        "welch-log",
-        f"{words}, df {df:.1f}",
-        len(a),
-        len(b),
-        df,
-    )
-
-
-def bootstrap_ratio(
-    a: Sequence[Unit], b: Sequence[Unit], level: float = 0.95, why: str = "", resamples: int = RESAMPLES
-) -> RatioEstimate:
-    """Percentile bootstrap of rate(B) / rate(A) over units (see the module docstring).
-
-    Work is ``resamples × (len(a) + len(b))``, done in chunks so memory stays bounded.
-
-    Raises:
-        ValueError: fewer than MIN_UNITS units on a side.
-    """
-    if len(a) < MIN_UNITS or len(b) < MIN_UNITS:
-        raise ValueError(f"a bootstrap needs at least {MIN_UNITS} units per side")
-    rng = np.random.default_rng(SEED)
-    sa, ta = np.array([u.samples for u in a], dtype=float), np.array([u.seconds for u in a])
-    sb, tb = np.array([u.samples for u in b], dtype=float), np.array([u.seconds for u in b])
-    ratios: list[np.ndarray[Any, np.dtype[np.float64]]] = []
-    chunk = max(1, 2_000_000 // (len(a) + len(b)))
-    for start in range(0, resamples, chunk):
-        m = min(chunk, resamples - start)
-        ia, ib = rng.integers(0, len(a), size=(m, len(a))), rng.integers(0, len(b), size=(m, len(b)))
-        ratios.append((sb[ib].sum(1) / tb[ib].sum(1)) / (sa[ia].sum(1) / ta[ia].sum(1)))
-    low, high = np.quantile(np.concatenate(ratios), [0.5 - level / 2, 0.5 + level / 2])
-    words = (
-        f"percentile bootstrap over {len(a)} + {len(b)} windows and batches of measured steps "
-        f"({resamples} resamples, seed {SEED})" + (f", because {why}" if why else "")
-    )
-    return RatioEstimate(_rate(b) / _rate(a), float(low), float(high), level, "bootstrap", words, len(a), len(b))
-
-
 def ratio_interval(a: Sequence[Result], b: Sequence[Result], level: float = 0.95) -> RatioEstimate:
-    """B/A for two sets of results of one config each: Welch on log throughputs, else a bootstrap, else no interval.
+    """B/A for two sets of results of one config each, with its interval (module docstring) or none.
 
     Raises:
         ValueError: a side has no measurement window.
@@ -218,22 +168,19 @@ def ratio_interval(a: Sequence[Result], b: Sequence[Result], level: float = 0.95
     wa, wb = windows(a), windows(b)
     if not wa or not wb:
         raise ValueError("a side has no measurement window")
-    if len(wa) >= 2 and len(wb) >= 2:
-        return welch_log_ratio([u.samples / u.seconds for u in wa], [u.samples / u.seconds for u in wb], level)
-    few = " and ".join(f"{n} has {len(w)} repeat window" for n, w in (("A", wa), ("B", wb)) if len(w) < 2)
-    ua = wa if len(wa) >= MIN_UNITS else batches(a)
-    ub = wb if len(wb) >= MIN_UNITS else batches(b)
-    if len(ua) >= MIN_UNITS and len(ub) >= MIN_UNITS:
-        return bootstrap_ratio(ua, ub, level, why=few)
+    ratio = _rate(wb) / _rate(wa)
+    ea, eb = side_error(a), side_error(b)
+    if isinstance(ea, SideError) and isinstance(eb, SideError):
+        return log_ratio_interval(ratio, ea, eb, level)
+    why = "; ".join(f"{n}: {e}" for n, e in (("A", ea), ("B", eb)) if isinstance(e, str))
     return RatioEstimate(
-        _rate(wb) / _rate(wa),
+        ratio,
         None,
         None,
         level,
         "none",
-        f"no interval: {few}, and too few measured steps to split it into {MIN_UNITS} batches "
-        f"(A has {len(ua)}, B {len(ub)}); re-run with --set repeats=3, or at least {2 * MIN_UNITS} "
-        "measured steps",
-        len(ua),
-        len(ub),
+        f"no interval: a side's runs cannot bound their own interval ({why}); re-run with more measured "
+        "steps (at least 4 per window) or --set repeats=3",
+        ea.n if isinstance(ea, SideError) else 0,
+        eb.n if isinstance(eb, SideError) else 0,
     )

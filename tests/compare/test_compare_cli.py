@@ -43,11 +43,11 @@ def test_a_significant_slowdown_beyond_the_threshold_exits_1_and_writes_json_and
                    str(tmp_path / "c.md"))  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     assert "significantly slower" in proc.stdout and "REGRESSION" in proc.stdout
-    assert "Welch's t on log throughputs of 3 + 3 repeat windows" in proc.stdout
+    assert "delta method on the log scale with each run's own interval units" in proc.stdout
     doc = json.loads((tmp_path / "c.json").read_text())
     assert doc["kind"] == "trainbench.compare" and doc["regression"] is True and doc["comparable"] is True
     assert 0.45 < doc["ratio"]["ratio"] < 0.55 and doc["ratio"]["significant"] is True
-    assert doc["ratio"]["high"] < 1 and doc["ratio"]["method"] == "welch-log"
+    assert doc["ratio"]["high"] < 1 and doc["ratio"]["method"] == "delta-log"
     md = (tmp_path / "c.md").read_text()
     assert md.startswith("# trainbench compare") and "## Method" in md and "| A |" in md
     ok = compare(str(a), str(b), "--fail-above", "60")
