@@ -67,6 +67,13 @@ class Workload(Protocol):
         window); its record lands in ``workload_info["evaluation"]``. Default: None (no evaluation)."""
         return None
 
+    def loss_trajectory(self) -> dict[str, Any] | None:
+        """An optional loss-trajectory pass, run once after the last measurement window and the evaluation,
+        outside every timed window: the seeded initial weights trained a few steps on a fixed seeded batch
+        with :meth:`step`, to show a configuration trains the same model (``workloads/trajectory.py``).
+        Its record lands in ``workload_info["loss_trajectory"]``. Default: None (no pass)."""
+        return None
+
     def all_gather(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
         """Every rank's ``obj``, in rank order, on every rank (over a CPU channel).
 

@@ -1,4 +1,4 @@
-"""The optional evaluation pass a rank runs after its measurement windows.
+"""The optional passes a rank runs after its measurement windows: the evaluation, then the loss trajectory.
 
 A workload may override :meth:`harness.workload.Workload.evaluate` (its default returns None:
 most workloads have no evaluation pass). The rank calls it once,
@@ -10,12 +10,16 @@ no throughput figure includes it. Its record lands in the result under
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from harness.workload import Workload
 
 EVALUATION_KEY = "evaluation"
 """Key of the evaluation record in a measurement's (and so a result's) ``workload_info``."""
+
+TRAJECTORY_KEY = "loss_trajectory"
+"""Key of the loss-trajectory record (:mod:`workloads.trajectory`) in ``workload_info``."""
 
 
 def run_evaluation(workload: Workload, origin: float) -> dict[str, Any] | None:
@@ -33,9 +37,16 @@ def run_evaluation(workload: Workload, origin: float) -> dict[str, Any] | None:
         ``{"error": ...}`` with the same timing keys: the measurement already taken
         stays valid, and no accuracy is made up.
     """
+    return timed_pass(workload.evaluate, origin)
+
+
+def timed_pass(run: Callable[[], dict[str, Any] | None], origin: float) -> dict[str, Any] | None:
+    """A pass after the measurement (``run``: the evaluation, the loss trajectory), timed as
+    :func:`run_evaluation` describes: None, or its record with ``start_s`` and ``seconds``, or
+    ``{"error": ...}`` with them when it raised."""
     start = time.perf_counter()
     try:
-        record = workload.evaluate()
+        record = run()
     except Exception as exc:
         record = {"error": f"{type(exc).__name__}: {exc}"}
     if record is None:

@@ -53,7 +53,7 @@ from harness.workload import Workload
 from workloads import registry
 from workloads.checks import WorkloadRefused
 from workloads.cpu_precision import resolve_params
-from workloads.evaluation import EVALUATION_KEY, run_evaluation
+from workloads.evaluation import EVALUATION_KEY, TRAJECTORY_KEY, run_evaluation, timed_pass
 from workloads.events import EventLog, environment_fields, events_path, progress_writer, projection_fields
 from workloads.job import PlacementSlot, RankJob
 from workloads.lifeline import Lifeline
@@ -229,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         evaluation = run_evaluation(workload, origin) if measurement.complete else None  # after every timed window
         if evaluation is not None:
             out.workload_info[EVALUATION_KEY] = evaluation
+        trajectory = timed_pass(workload.loss_trajectory, origin) if measurement.complete else None  # after it
+        if trajectory is not None:
+            out.workload_info[TRAJECTORY_KEY] = trajectory
     except (KeyboardInterrupt, Interrupted) as exc:
         why = f"{exc or 'SIGINT'}: {lifeline.lost_reason()}" if lifeline and lifeline.lost_reason() else exc
         out.error = f"interrupted ({why or 'SIGINT'}) after {len(measurement.steps)} steps"

@@ -37,6 +37,7 @@ class NumaDDP(ResNet50CPU):
         self.world_size = dist.get_world_size()
         threads = params.intra_op_threads or len(os.sched_getaffinity(0))
         super().__init__(params.model_copy(update={"intra_op_threads": threads, "seed": params.seed + self.rank}))
+        self.init_seed = params.seed  # every rank's loss trajectory starts from rank 0's initial weights
         self.ddp = DistributedDataParallel(self.model)
         self.forward: Any = torch.compile(self.ddp, backend="inductor") if params.compile == "inductor" else self.ddp
         self._flag = torch.zeros(1, dtype=torch.int32)

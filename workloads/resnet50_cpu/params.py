@@ -31,6 +31,12 @@ class ResNet50CPUParams(BaseModel):
             windows, outside every timed window (top-1 accuracy on the eval split of the
             data; see ``workloads/resnet50_cpu/evaluation.py``). 0, the default, runs none
             and leaves the key out of the resolved config, so configs without it are unchanged.
+        trajectory_steps: steps of the loss-trajectory pass run once after the measurement (and the
+            evaluation), outside every timed window: the seeded initial weights trained on one fixed
+            seeded batch (``workloads/trajectory.py``); ``trainbench ladder`` compares the losses of
+            its rungs. 0, the default, runs none and leaves the key out of the resolved config.
+        trajectory_batch: distinct samples in that batch, each repeated batch_size / trajectory_batch
+            times (the same training at any batch size that it divides); 0 = batch_size (left out).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -49,9 +55,15 @@ class ResNet50CPUParams(BaseModel):
     momentum: float = Field(0.0, ge=0, lt=1)
     seed: int = 0
     eval_samples: int = Field(0, ge=0, le=1_000_000, exclude_if=lambda v: v == 0)
+    trajectory_steps: int = Field(0, ge=0, le=1000, exclude_if=lambda v: v == 0)
+    trajectory_batch: int = Field(0, ge=0, le=4096, exclude_if=lambda v: v == 0)
 
     @model_validator(mode="after")
     def _data_dir_needed(self) -> ResNet50CPUParams:
         if self.data == "imagefolder" and not self.data_dir:
             raise ValueError("data=imagefolder needs data_dir=<directory with one folder per class>")
+        if self.trajectory_batch and (self.trajectory_batch < 2 or self.batch_size % self.trajectory_batch):
+            raise ValueError(
+                f"trajectory_batch={self.trajectory_batch} must divide batch_size={self.batch_size} and be at least 2"
+            )
         return self

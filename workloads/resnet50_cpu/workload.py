@@ -15,6 +15,7 @@ from workloads.cpu_precision import resolve_params
 from workloads.resnet50_cpu.data import SyntheticImages, cycle, imagefolder, make_loader
 from workloads.resnet50_cpu.evaluation import EvalSet, eval_split, evaluate
 from workloads.resnet50_cpu.params import ResNet50CPUParams
+from workloads.trajectory import loss_trajectory
 
 
 class ResNet50CPU(Workload):
@@ -40,6 +41,7 @@ class ResNet50CPU(Workload):
             params, _ = resolve_params(params)
         self.params = params
         torch.manual_seed(params.seed)
+        self.init_seed = params.seed  # the loss trajectory starts from these weights again
         if params.intra_op_threads > 0:
             torch.set_num_threads(params.intra_op_threads)
         model = torchvision.models.resnet50(num_classes=params.num_classes)
@@ -115,7 +117,15 @@ class ResNet50CPU(Workload):
         loss.backward()
         self.optimizer.step()
         check_loss(loss)
+        self.last_loss = loss.detach()
         return int(x.shape[0])
+
+    def loss_trajectory(self) -> dict[str, Any] | None:
+        """The loss-trajectory pass (:func:`workloads.trajectory.loss_trajectory`); None when
+        ``trajectory_steps`` is 0. It resets the weights: call it after the measurement and the evaluation."""
+        return loss_trajectory(
+            self.params, self.model, self.optimizer, self.init_seed, self.step, lambda: self.last_loss
+        )
 
     def synchronize(self) -> None:
         """No-op on CPU: every operation has finished when it returns."""

@@ -53,6 +53,13 @@ class ResNet50GPUParams(BaseModel):
         num_classes: classifier outputs (1000 for ImageNet).
         lr: SGD learning rate (Horovod's benchmark uses 0.01).
         momentum: SGD momentum.
+        compile_mode: torch.compile's mode with compile=inductor: ``default``,
+            ``max-autotune-no-cudagraphs`` (autotuned kernels), ``reduce-overhead`` (CUDA graphs) or
+            ``max-autotune`` (both); the last two need a GPU. Left out of the config when default.
+        optimizer_impl: SGD's implementation: ``default`` (torch's choice: foreach on CUDA),
+            ``foreach`` or ``fused`` (one kernel for the whole step). Left out when default.
+        trajectory_steps, trajectory_batch: the loss-trajectory pass after the measurement
+            (``workloads/trajectory.py``), as for resnet50-cpu; 0 (the default) runs none.
         backend: DDP process-group backend; ``auto`` = nccl on cuda, gloo on cpu.
         collective_timeout_s: seconds a collective waits for a missing rank (DDP).
         seed: random seed of weights and data (each rank adds its rank to the data seed).
@@ -77,6 +84,12 @@ class ResNet50GPUParams(BaseModel):
     num_classes: int = Field(1000, ge=2)
     lr: float = Field(0.01, gt=0, allow_inf_nan=False)
     momentum: float = Field(0.9, ge=0, lt=1)
+    compile_mode: Literal["default", "max-autotune-no-cudagraphs", "reduce-overhead", "max-autotune"] = Field(
+        "default", exclude_if=lambda v: v == "default"
+    )
+    optimizer_impl: Literal["default", "foreach", "fused"] = Field("default", exclude_if=lambda v: v == "default")
+    trajectory_steps: int = Field(0, ge=0, le=1000, exclude_if=lambda v: v == 0)
+    trajectory_batch: int = Field(0, ge=0, le=65536, exclude_if=lambda v: v == 0)
     backend: Literal["auto", "nccl", "gloo"] = "auto"
     collective_timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False)
     seed: int = 0
@@ -115,6 +128,18 @@ class ResNet50GPUParams(BaseModel):
             raise ValueError("precision=fp16 needs device=cuda; on CPU use bf16 or fp32")
         if self.device == "cpu" and self.backend == "nccl":
             raise ValueError("backend=nccl needs device=cuda; on CPU use backend=gloo (or auto)")
+        return self
+
+    @model_validator(mode="after")
+    def _step_knobs(self) -> ResNet50GPUParams:
+        if self.compile_mode != "default" and self.compile == "off":
+            raise ValueError(f"compile_mode={self.compile_mode} needs compile=inductor")
+        if self.device == "cpu" and self.compile_mode in ("reduce-overhead", "max-autotune"):
+            raise ValueError(f"compile_mode={self.compile_mode} captures CUDA graphs and needs device=cuda")
+        if self.trajectory_batch and (self.trajectory_batch < 2 or self.batch_size % self.trajectory_batch):
+            raise ValueError(
+                f"trajectory_batch={self.trajectory_batch} must divide batch_size={self.batch_size} and be at least 2"
+            )
         return self
 
     def launcher(self) -> str:

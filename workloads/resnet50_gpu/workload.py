@@ -39,6 +39,7 @@ from workloads.image_files import DataError
 from workloads.resnet50_gpu.engine import EngineError, join_engine, local_rank, local_size
 from workloads.resnet50_gpu.params import ResNet50GPUParams
 from workloads.resnet50_gpu.pipelines import build_feed
+from workloads.trajectory import loss_trajectory
 
 __all__ = ["DataError", "EngineError", "NonFiniteLossError", "ResNet50GPU"]
 
@@ -103,7 +104,8 @@ class ResNet50GPU(Workload):
         weight_format = torch.channels_last if self.weights_channels_last else torch.contiguous_format
         model = model.to(self.device, memory_format=weight_format).train()
         self.model = model
-        optimizer: Any = torch.optim.SGD(model.parameters(), lr=params.lr, momentum=params.momentum)
+        impl = {"default": {}, "foreach": {"foreach": True}, "fused": {"fused": True}}[params.optimizer_impl]
+        optimizer: Any = torch.optim.SGD(model.parameters(), lr=params.lr, momentum=params.momentum, **impl)
         net: Any = model
         if self.world_size == 1:  # nothing to all-reduce: the model and optimizer stay unwrapped
             self.wrapper = "none (world size 1: nothing to all-reduce)"
@@ -121,7 +123,9 @@ class ResNet50GPU(Workload):
             self.wrapper = "torch.nn.parallel.DistributedDataParallel"
         self.net = net
         self.optimizer = optimizer
-        self.forward: Any = torch.compile(net, backend="inductor") if params.compile == "inductor" else net
+        mode = None if params.compile_mode == "default" else params.compile_mode
+        self.forward: Any = torch.compile(net, backend="inductor", mode=mode) if params.compile == "inductor" else net
+        self.graphs = params.compile == "inductor" and params.compile_mode in ("reduce-overhead", "max-autotune")
         self.criterion = torch.nn.CrossEntropyLoss()
         self.scaler = torch.amp.GradScaler("cuda") if params.precision == "fp16" else None
         self._dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(params.precision)
@@ -151,6 +155,8 @@ class ResNet50GPU(Workload):
             "channels_last": self.params.channels_last,
             "weights_channels_last": self.weights_channels_last,
             "compile": self.params.compile,
+            "compile_mode": self.params.compile_mode,
+            "optimizer_impl": self.params.optimizer_impl,
             "data": self.params.data,
             "input_pipeline": self.params.input_pipeline,
             "preprocessing": dict(self.feed.preprocessing),
@@ -183,6 +189,8 @@ class ResNet50GPU(Workload):
             NonFiniteLossError: on CPU, at once; on GPU, at the next window edge.
         """
         x, y = batch
+        if self.graphs:  # CUDA graphs: a new iteration, so the last one's outputs may be overwritten
+            torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
         self.optimizer.zero_grad()  # set_to_none is the default (torch >= 2.0); Horovod takes no argument
         autocast = (
             torch.autocast(self.device.type, dtype=self._dtype) if self._dtype is not None else contextlib.nullcontext()
@@ -201,15 +209,25 @@ class ResNet50GPU(Workload):
             else:
                 self.scaler.step(self.optimizer)
             self.scaler.update()
+        self.last_loss = loss.detach()
         if self.device.type == "cpu":
             check_loss(loss)
         else:
-            self._bad |= ~torch.isfinite(loss.detach())
+            self._bad |= ~torch.isfinite(self.last_loss)
         return int(x.shape[0])
 
     def device_timer(self) -> DeviceTimer | None:
         """CUDA events around each step on this rank's GPU; None on the CPU (host times are exact there)."""
         return CudaEventTimer(self.device) if self.device.type == "cuda" else None
+
+    def loss_trajectory(self) -> dict[str, Any] | None:
+        """The loss-trajectory pass (:func:`workloads.trajectory.loss_trajectory`) on this rank's device;
+        None when ``trajectory_steps`` is 0. It resets the weights: call it after the measurement."""
+        if self.scaler is not None:
+            self.scaler = torch.amp.GradScaler("cuda")
+        move = lambda x, y: (x.to(self.device).contiguous(memory_format=self.memory_format), y.to(self.device))  # noqa: E731
+        p = self.params
+        return loss_trajectory(p, self.model, self.optimizer, p.seed, self.step, lambda: self.last_loss, move)
 
     def synchronize(self) -> None:
         """Wait for the GPU's queued work, check the loss flag, then a barrier across ranks (world size > 1).
