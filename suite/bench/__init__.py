@@ -1,2 +1,3 @@
 """Benchmarks that print figures (not tests): the CPU ladder and harness overhead (:mod:`.cpu`),
-the GPU ladder (:mod:`.gpu`), input-bound training and offloaded preprocessing (:mod:`.mnist`)."""
+input-bound training and offloaded preprocessing (:mod:`.mnist`). The GPU ladder is ``trainbench ladder
+resnet50-gpu-horovod`` (:mod:`suite.ladder`)."""

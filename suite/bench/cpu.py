@@ -36,7 +36,8 @@ from suite.bench.overhead import describe as describe_overhead
 from suite.bench.sessions import WorkerError
 from suite.console import warn
 from suite.containers.errors import ContainerError
-from suite.ladder.rungs import LABELS, plan_ladder, this_host
+from suite.ladder.cpu_rungs import CPU
+from suite.ladder.rungs import plan_ladder, this_host
 from suite.launchers.allocators import GLIBC_MALLOC_TUNABLES, pin_glibc_malloc
 from suite.run.execute import execute
 from suite.run.options import RunError, RunOptions
@@ -67,7 +68,9 @@ def ladder(batch_size: int, steps: int, output_dir: Path, console: Console) -> d
     """Run each rung of :data:`BENCH_RUNGS` that can help here through the real run path; returns samples/s
     per rung (None if it was skipped, with the reason printed, or failed)."""
     windows = ["warmup_steps=3", "warmup_seconds=0", f"measure_steps={steps}", "measure_seconds=0", "repeats=1"]
-    plans = plan_ladder("resnet50-cpu", "quick", [f"batch_size={batch_size}", *windows], list(BENCH_RUNGS), this_host())
+    overrides = [f"batch_size={batch_size}", *windows]
+    # no loss-trajectory pass: the bench measures throughput (trainbench ladder checks the numerics)
+    plans = plan_ladder("resnet50-cpu", "quick", overrides, list(BENCH_RUNGS), this_host(), trajectory_steps=0)
     figures: dict[str, float | None] = {}
     for plan in plans:
         figures[plan.name] = None
@@ -109,7 +112,7 @@ def ladder_table(figures: dict[str, float | None], batch_size: int, console: Con
     for name in BENCH_RUNGS:
         v = figures.get(name)
         t.add_row(
-            LABELS[name],
+            CPU.labels[name],
             "-" if v is None else f"{v:.2f}",
             _x(v, figures.get("fp32")),
             "-" if BARE_HERE[name] is None else f"{BARE_HERE[name]:.2f}",

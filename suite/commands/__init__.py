@@ -32,7 +32,7 @@ from suite.extras import missing_extra
 AREAS = (
     "run",  # run, rank (hidden), sync
     "inspect",  # list, show, prices, schema
-    "bench",  # bench, bench-gpu, bench-pipelines, bench-mnist, bench-validate
+    "bench",  # bench, bench-pipelines, bench-mnist, bench-validate
     "data",  # data fetch, make-imagenet-like, manifest, verify; data-service
     "validate",  # validate, report, submission-schema
     "submit",  # submit

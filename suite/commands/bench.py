@@ -1,4 +1,5 @@
-"""Benchmarks that print figures: ``trainbench bench`` (CPU), ``bench-gpu``, ``bench-pipelines`` and ``bench-mnist``."""
+"""Benchmarks that print figures: ``trainbench bench`` (CPU), ``bench-pipelines`` and ``bench-mnist`` (the GPU
+ladder is ``trainbench ladder resnet50-gpu-horovod``)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,9 @@ import click
 
 from suite.bench.container_result import ContainerSettings
 from suite.bench.overhead import OverheadSettings
-from suite.commands.options import Runtime, runtime_options
 from suite.console import console, stop_on_sigterm
 from suite.errors import BadInput, Interrupted, RunFailed
 from suite.extras import require
-from suite.specs import resolve
 
 
 @click.command()
@@ -75,43 +74,6 @@ def bench(
         bench_main(settings, output_dir.resolve())
     except KeyboardInterrupt:
         raise Interrupted("bench interrupted; the runs finished so far are in --output-dir") from None
-
-
-@click.command("bench-gpu")
-@click.option(
-    "--rungs",
-    default="fp32,bf16,bf16+channels_last,+compile",
-    show_default=True,
-    help="Comma-separated rungs of the GPU ladder.",
-)
-@click.option("--batch-sizes", default="128,256", show_default=True, help="Comma-separated batch sizes per GPU.")
-@click.option("--steps", default=100, show_default=True, help="Measured steps per cell (after 10 warm-up steps).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Extra settings, e.g. engine=ddp.")
-@click.option("--output-dir", type=click.Path(path_type=Path), default=Path("results/bench-gpu"), show_default=True)
-@runtime_options
-def bench_gpu(
-    rungs: str, batch_sizes: str, steps: int, overrides: tuple[str, ...], output_dir: Path, runtime: Runtime
-) -> None:
-    """The GPU ladder (fp32, bf16, bf16+channels_last, +compile) of resnet50-gpu-horovod at each
-    batch size, with images/s, % of the GPU's bf16 peak and the published anchors."""
-    from suite.bench.gpu import RUNGS
-    from suite.bench.gpu import main as bench_gpu_main
-
-    chosen = [r.strip() for r in rungs.split(",") if r.strip()]
-    unknown = [r for r in chosen if r not in RUNGS]
-    if unknown or not chosen:
-        raise BadInput(f"--rungs {rungs!r}: unknown rung(s) {unknown}; choose from {', '.join(RUNGS)}")
-    try:
-        sizes = [int(b) for b in batch_sizes.split(",") if b.strip()]
-    except ValueError:
-        raise BadInput(f"--batch-sizes {batch_sizes!r}: expected integers such as 128,256") from None
-    if not sizes or min(sizes) < 1 or steps < 2:
-        raise BadInput("--batch-sizes must be >= 1 and --steps >= 2")
-    resolve("resnet50-gpu-horovod", "quick", list(overrides))  # a bad --set fails before anything runs
-    stop_on_sigterm()  # a supervisor's SIGTERM stops the ladder like Ctrl-C: the cells measured are kept
-    doc = bench_gpu_main(chosen, sizes, steps, list(overrides), output_dir.resolve(), runtime)
-    if not doc["complete"]:
-        raise Interrupted(f"bench-gpu interrupted; the {len(doc['cells'])} cell(s) measured are in {doc['path']}")
 
 
 @click.command("bench-pipelines")
@@ -255,5 +217,5 @@ def bench_validate(steps: int) -> None:
         raise RunFailed(str(exc)) from exc
 
 
-COMMANDS = (bench, bench_gpu, bench_pipelines, bench_mnist, bench_validate)
+COMMANDS = (bench, bench_pipelines, bench_mnist, bench_validate)
 """This area's commands (registered by :mod:`suite.commands`)."""

@@ -134,6 +134,11 @@ def run(
         return
     console.print(summary_table(outcome.result))
     console.print(f"result: {outcome.result_path}\ntimeline: {outcome.timeline_path}")
+    from suite.ladder.best import distance_to_best
+
+    best = distance_to_best(outcome.result, opts.output_dir)  # the ladder's best on this device, when known
+    if best is not None:
+        console.print(escape(best.text()), soft_wrap=True)
     if outcome.mlflow_run_id and uri:
         from suite.tracking import ui_hint
 

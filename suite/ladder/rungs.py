@@ -1,139 +1,53 @@
-"""The rungs of the CPU optimization ladder, and which of them can help on this machine.
+"""A workload's optimization ladder, and its rungs as they will run on this machine.
 
-The seed study's ladder (C. Rand, "Training AI Models on CPU", Sep 2024; shared/CONTEXT.md),
-cumulative: fp32 -> + bf16 autocast -> + channels_last -> + torch.compile -> + a faster
-allocator (jemalloc, else tcmalloc) -> + OpenMP pinning. Each rung adds its settings to
-those of the rungs below it that ran. A rung that cannot help here is skipped with the
-reason, never run:
-
-- ``bf16`` without native bf16 matrix instructions (it would measure the emulation,
-  about 14x slower than fp32 on an AVX2-only Zen 1);
-- ``compile`` without a C++ compiler (inductor compiles C++ kernels on the CPU);
-- ``allocator`` with neither libjemalloc2 nor libgoogle-perftools4 installed;
-- ``omp`` with a single CPU (nothing to pin).
+Each workload with a ladder has one (:data:`LADDERS`): the CPU ladder
+(:mod:`suite.ladder.cpu_rungs`) or the GPU ladder (:mod:`suite.ladder.gpu_rungs`). The rungs
+are cumulative: each adds its settings to those of the rungs below it that ran. A rung that
+cannot help here is skipped with the reason, never run. Every rung also runs the
+loss-trajectory pass (``trajectory_steps``, :mod:`suite.ladder.numerics`), at one batch of
+distinct samples that divides every batch size the ladder runs.
 
 Every rung's config is resolved before anything runs, so a bad ``--set`` fails first.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Callable, Mapping
+import math
 from dataclasses import dataclass, field
 
-from harness.isa import IsaInfo
-from harness.precision import EMULATION_COST, choose_precision
 from suite.config import RunConfig
-from suite.launchers.allocators import allocator_library
-from suite.launchers.base import LaunchError
+from suite.ladder.cpu_rungs import CPU
+from suite.ladder.gpu_rungs import GPU
+from suite.ladder.host import Context, Host, Ladder, find_allocator, find_cc, find_cxx, this_host
 from suite.specs import ConfigError, get_spec, resolve
 from workloads import registry
 
-RUNGS = ("fp32", "bf16", "channels_last", "compile", "allocator", "omp")
-"""Every rung, bottom to top."""
+__all__ = [
+    "LADDERS",
+    "RUNGS",
+    "Host",
+    "Ladder",
+    "RungPlan",
+    "find_allocator",
+    "find_cc",
+    "find_cxx",
+    "ladder_for",
+    "parse_rungs",
+    "plan_ladder",
+    "this_host",
+]
 
-LABELS = {
-    "fp32": "fp32",
-    "bf16": "+ bf16",
-    "channels_last": "+ channels_last",
-    "compile": "+ torch.compile",
-    "allocator": "+ allocator",
-    "omp": "+ OpenMP pinning",
-}
-"""How each rung is named in the table and the plot."""
+LADDERS: dict[str, Ladder] = {"resnet50-cpu": CPU, "numa-ddp": CPU, "resnet50-gpu-horovod": GPU}
+"""Each registered workload's ladder (by its registry name)."""
 
-MANAGED = ("precision", "channels_last", "compile", "allocator", "omp_num_threads", "omp_proc_bind", "omp_places")
-"""Settings the ladder sets itself; ``--set`` may not set them too."""
+RUNGS = CPU.rungs
+"""The CPU ladder's rungs, bottom to top."""
 
-NEEDED_PARAMS = ("precision", "channels_last", "compile")
-"""Workload params a ladder needs (the CPU workloads: resnet50-cpu, numa-ddp)."""
+NEEDED_PARAMS = ("precision", "channels_last", "compile", "trajectory_steps")
+"""Workload params every ladder needs."""
 
-
-@dataclass(frozen=True)
-class Host:
-    """What this machine offers the rungs (injectable, so every skip is testable anywhere).
-
-    Attributes:
-        isa: the effective ISA (:func:`harness.system.read_isa`).
-        cxx: the C++ compiler found, or None.
-        allocator: ``jemalloc`` or ``tcmalloc`` when its library is installed, else None.
-        cpus: CPUs this process may use.
-    """
-
-    isa: IsaInfo
-    cxx: str | None
-    allocator: str | None
-    cpus: int
-
-
-def find_cxx(environ: Mapping[str, str] | None = None) -> str | None:
-    """The C++ compiler inductor would use: ``$CXX`` when it exists, else g++, c++ or clang++ on the PATH."""
-    env = os.environ if environ is None else environ
-    for name in (env.get("CXX"), "g++", "c++", "clang++"):
-        if name and shutil.which(name):
-            return name
-    return None
-
-
-def find_allocator() -> str | None:
-    """``jemalloc`` when libjemalloc.so.2 is installed, else ``tcmalloc`` when libtcmalloc.so.4 is, else None."""
-    for name in ("jemalloc", "tcmalloc"):
-        try:
-            allocator_library(name)
-        except LaunchError:
-            continue
-        return name
-    return None
-
-
-def this_host() -> Host:
-    """This machine's :class:`Host`."""
-    from harness.system import read_isa
-
-    return Host(read_isa(), find_cxx(), find_allocator(), len(os.sched_getaffinity(0)))
-
-
-def _bf16(host: Host) -> tuple[list[str], str | None]:
-    choice = choose_precision("bf16", host.isa)
-    if choice.bf16_emulated:
-        why = choice.reason.removeprefix("bf16: requested, emulated: ")
-        return [], f"bf16 is not native here ({why}): it would be emulated, {EMULATION_COST}"
-    return ["precision=bf16"], None
-
-
-def _compile(host: Host) -> tuple[list[str], str | None]:
-    if host.cxx is None:
-        return [], (
-            "torch.compile (inductor) builds C++ kernels on the CPU and no C++ compiler was found "
-            "($CXX, g++, c++, clang++); install one (Debian: apt-get install g++)"
-        )
-    return ["compile=inductor"], None
-
-
-def _allocator(host: Host) -> tuple[list[str], str | None]:
-    if host.allocator is None:
-        return [], (
-            "neither jemalloc (libjemalloc.so.2: apt-get install libjemalloc2) nor tcmalloc "
-            "(libtcmalloc.so.4: apt-get install libgoogle-perftools4) is installed"
-        )
-    return [f"allocator={host.allocator}"], None
-
-
-def _omp(host: Host) -> tuple[list[str], str | None]:
-    if host.cpus < 2:
-        return [], "a single CPU: there are no OpenMP threads to pin"
-    return [f"omp_num_threads={host.cpus}", "omp_proc_bind=close", "omp_places=cores"], None
-
-
-_ADDS: dict[str, Callable[[Host], tuple[list[str], str | None]]] = {
-    "fp32": lambda host: (["precision=fp32", "channels_last=false", "compile=off", "allocator=default"], None),
-    "bf16": _bf16,
-    "channels_last": lambda host: (["channels_last=true"], None),
-    "compile": _compile,
-    "allocator": _allocator,
-    "omp": _omp,
-}
+TRAJECTORY_SETTINGS = ("trajectory_steps", "trajectory_batch")
+"""Settings of the loss-trajectory pass, which the ladder sets on every rung."""
 
 
 @dataclass
@@ -141,11 +55,12 @@ class RungPlan:
     """One rung as it will run here.
 
     Attributes:
-        name: the rung (:data:`RUNGS`); label: its name in the table.
+        name: the rung (``batch-512`` for a size of the batch-size search); label: its name in the table.
         adds: the settings this rung adds (empty when skipped).
-        overrides: every ``--set`` of its config: the user's, then each ran rung's additions.
+        overrides: every ``--set`` of its config: the user's, the trajectory's, then each ran rung's additions.
         skip: why it is skipped, or None when it runs.
         config: the resolved config (None when skipped).
+        family: ``batch`` for a size of the batch-size search, else the rung's name.
     """
 
     name: str
@@ -154,59 +69,138 @@ class RungPlan:
     overrides: list[str] = field(default_factory=list)
     skip: str | None = None
     config: RunConfig | None = None
+    family: str = ""
 
 
-def parse_rungs(text: str | None) -> list[str]:
-    """The rungs to climb, bottom to top (default: all).
+def ladder_for(workload: str) -> Ladder:
+    """The ladder of the workload spec ``workload``.
+
+    Raises:
+        ConfigError: an unknown spec, or a workload without a ladder.
+    """
+    spec = get_spec(workload)
+    fields = registry.get(spec.workload).params_model.model_fields
+    missing = [p for p in NEEDED_PARAMS[:3] if p not in fields]
+    if missing or spec.workload not in LADDERS:
+        why = f"has no {', '.join(missing)} setting, so it " if missing else ""
+        raise ConfigError(
+            f"workload {workload} {why}has no optimization ladder (try resnet50-cpu, numa-ddp or resnet50-gpu-horovod)"
+        )
+    return LADDERS[spec.workload]
+
+
+def parse_rungs(text: str | None, ladder: Ladder = CPU) -> list[str]:
+    """The rungs of ``ladder`` to climb, bottom to top (default: all).
 
     Raises:
         ConfigError: an unknown or repeated rung, or a list that does not start with fp32
             (the baseline every ratio is taken against).
     """
     if not text:
-        return list(RUNGS)
+        return list(ladder.rungs)
     names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in RUNGS]
+    unknown = [n for n in names if n not in ladder.rungs]
     if unknown:
-        raise ConfigError(f"--rungs: unknown rung(s) {', '.join(unknown)}; rungs: {', '.join(RUNGS)}")
+        raise ConfigError(f"--rungs: unknown rung(s) {', '.join(unknown)}; rungs: {', '.join(ladder.rungs)}")
     if len(set(names)) != len(names):
         raise ConfigError(f"--rungs {text!r}: a rung appears twice")
-    if not names or names[0] != "fp32":
+    if not names or names[0] != ladder.rungs[0]:
         raise ConfigError(f"--rungs {text!r}: the ladder starts at fp32, the baseline of every ratio (e.g. fp32,bf16)")
-    return sorted(names, key=RUNGS.index)
+    return sorted(names, key=ladder.rungs.index)
+
+
+def _device(config: RunConfig, host: Host) -> str:
+    device = str(config.params.get("device", "cpu"))
+    return ("cuda" if host.gpus else "cpu") if device == "auto" else device
+
+
+def _search(ladder: Ladder, names: list[str], base: int, device: str, sizes: list[int] | None) -> list[int]:
+    """The batch-size search's sizes (none without the ``batch`` rung).
+
+    Raises:
+        ConfigError: sizes without the batch rung, a size below 1, or no common divisor of 2 or more.
+    """
+    if "batch" not in names or ladder.batch_sizes is None:
+        if sizes:
+            raise ConfigError("--batch-sizes needs the batch rung (the GPU ladder's batch-size search)")
+        return []
+    chosen = sorted(set(sizes)) if sizes else ladder.batch_sizes(base, device)
+    chosen = [b for b in chosen if b != base]
+    if min(chosen, default=1) < 1:
+        raise ConfigError(f"--batch-sizes: batch sizes are at least 1, got {min(chosen)}")
+    if math.gcd(base, *chosen) < 2:
+        raise ConfigError(
+            f"--batch-sizes {','.join(map(str, chosen))} with batch_size={base}: the loss trajectory trains one set "
+            "of samples at every batch size, so they need a common divisor of at least 2 (e.g. even sizes)"
+        )
+    return chosen
 
 
 def plan_ladder(
-    workload: str, profile: str | None, overrides: list[str], names: list[str], host: Host
+    workload: str,
+    profile: str | None,
+    overrides: list[str],
+    names: list[str],
+    host: Host,
+    batch_sizes: list[int] | None = None,
+    trajectory_steps: int | None = None,
 ) -> list[RungPlan]:
     """Every rung's plan: skipped with a reason, or its resolved config.
 
+    Args:
+        batch_sizes: the batch-size search's sizes (default: the ladder's).
+        trajectory_steps: steps of every rung's loss-trajectory pass (default:
+            :data:`suite.ladder.numerics.TRAJECTORY_STEPS`).
+
     Raises:
-        ConfigError: the workload has no precision/channels_last/compile params, an override
-            sets what the ladder sets, or a rung's config is invalid (the message names the rung).
+        ConfigError: the workload has no ladder, an override sets what the ladder sets, the
+            batch sizes share no divisor of 2 or more, the trajectory would have fewer distinct
+            samples than the ladder needs, or a rung's config is invalid (the message names the rung).
     """
-    spec = get_spec(workload)
-    fields = registry.get(spec.workload).params_model.model_fields
-    missing = [p for p in NEEDED_PARAMS if p not in fields]
-    if missing:
-        raise ConfigError(
-            f"workload {workload} has no {', '.join(missing)} setting, so it has no CPU optimization ladder "
-            "(try resnet50-cpu or numa-ddp)"
-        )
-    clash = [o for o in overrides if o.partition("=")[0].strip().split(".")[-1] in MANAGED]
+    from suite.ladder.numerics import TRAJECTORY_STEPS
+
+    ladder = ladder_for(workload)
+    managed = (*ladder.managed, *TRAJECTORY_SETTINGS)
+    clash = [o for o in overrides if o.partition("=")[0].strip().split(".")[-1] in managed]
     if clash:
-        raise ConfigError(f"--set {clash[0]}: the ladder sets {', '.join(MANAGED)} itself, rung by rung; drop it")
+        raise ConfigError(f"--set {clash[0]}: the ladder sets {', '.join(managed)} itself, rung by rung; drop it")
+    try:
+        base = resolve(workload, profile, overrides)
+    except ConfigError as exc:
+        raise ConfigError(f"ladder rung {names[0]}: {exc}") from exc
+    batch = int(base.params.get("batch_size", 1))
+    device = _device(base, host)
+    sizes = _search(ladder, names, batch, device, batch_sizes)
+    steps = TRAJECTORY_STEPS if trajectory_steps is None else trajectory_steps
+    distinct = math.gcd(batch, *sizes)
+    if steps and distinct < ladder.min_trajectory_samples:
+        raise ConfigError(
+            f"the loss trajectory would train on {distinct} distinct samples (batch_size={batch}"
+            + (f" and the search's {','.join(map(str, sizes))}" if sizes else "")
+            + f"); this ladder needs at least {ladder.min_trajectory_samples}, as with fewer honest rungs "
+            f"deviated beyond the tolerance (suite/ladder/numerics.py). Fix: --set batch_size="
+            f"{ladder.min_trajectory_samples} or more" + (", and --batch-sizes that it divides" if sizes else "")
+        )
+    fixed = [f"trajectory_steps={steps}"] + ([f"trajectory_batch={distinct}"] if sizes else [])
     plans: list[RungPlan] = []
     ran: dict[str, str] = {}  # key -> "key=value", a later rung's value replacing an earlier one's
     for name in names:
-        adds, skip = _ADDS[name](host)
-        plan = RungPlan(name, LABELS[name], adds, skip=skip)
-        if skip is None:
-            ran.update((a.partition("=")[0], a) for a in adds)
-            plan.overrides = [*overrides, *ran.values()]
-            try:
-                plan.config = resolve(workload, profile, plan.overrides)
-            except ConfigError as exc:
-                raise ConfigError(f"ladder rung {name}: {exc}") from exc
-        plans.append(plan)
+        steps_up: list[tuple[str, str, list[str], str | None]]
+        if name == "batch":
+            steps_up = [(f"batch-{b}", f"+ batch {b}", [f"batch_size={b}"], None) for b in sizes]
+        else:
+            adds, skip = ladder.adds[name](Context(host, device, dict(ran)))
+            steps_up = [(name, ladder.labels[name], adds, skip)]
+        for rung, label, adds, skip in steps_up:
+            plan = RungPlan(rung, label, adds, skip=skip, family=name)
+            if skip is None:
+                settings = {**ran, **{a.partition("=")[0]: a for a in adds}}
+                if name != "batch":
+                    ran = settings
+                plan.overrides = [*overrides, *fixed, *settings.values()]
+                try:
+                    plan.config = resolve(workload, profile, plan.overrides)
+                except ConfigError as exc:
+                    raise ConfigError(f"ladder rung {rung}: {exc}") from exc
+            plans.append(plan)
     return plans

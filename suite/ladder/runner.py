@@ -1,10 +1,12 @@
 """Climbing the ladder: every rung a real run, the comparisons between them, and the best config.
 
 Each rung that can help here runs through :func:`suite.run.execute.execute` (its own result
-file, and an MLflow child run under the ladder's parent). Then the rungs are compared
-(:mod:`suite.ladder.outcome`), and ``ladder.json`` (every rung, skipped ones with their
-reason), ``ladder.png`` and ``best-config.json`` (:mod:`suite.run.config_file`: ``trainbench
-run --config``) are written beside the rungs' result directories and logged to the parent run.
+file, and an MLflow child run under the ladder's parent). The batch-size search stops at the
+first size that runs out of memory (the sizes above it are skipped, with that reason). Then
+the rungs are compared and their loss trajectories checked (:mod:`suite.ladder.outcome`), and
+``ladder.json`` (every rung, skipped ones with their reason), ``ladder.png`` and
+``best-config.json`` (:mod:`suite.run.config_file`: ``trainbench run --config``) are written
+beside the rungs' result directories and logged to the parent run.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pathlib import Path
 
 from suite.config import RunConfig
 from suite.errors import TrackingError
-from suite.ladder.outcome import LadderOutcome, RungOutcome, best_rung, compare_rungs
-from suite.ladder.rungs import Host, RungPlan, plan_ladder
+from suite.ladder.outcome import LadderOutcome, RungOutcome, best_rung, check_numerics, compare_rungs
+from suite.ladder.rungs import Host, RungPlan, ladder_for, plan_ladder
 from suite.ladder.table import write_outputs
 from suite.results import Result, ResultError, read_result
 from suite.run.execute import execute
@@ -45,22 +47,29 @@ def run_ladder(
     opts: RunOptions,
     host: Host,
     progress: Progress | None = None,
+    batch_sizes: list[int] | None = None,
+    trajectory_steps: int | None = None,
 ) -> LadderOutcome:
     """Climb the ladder: run every rung that can help here, compare, write the files, log the parent.
+
+    Args:
+        batch_sizes, trajectory_steps: see :func:`suite.ladder.rungs.plan_ladder`.
 
     Raises:
         ConfigError: a rung's config is invalid (before anything runs).
         PreflightError, suite.cost.PriceTableError, suite.launchers.LaunchError: from the first rung's preflight.
     """
-    plans = plan_ladder(workload, profile, overrides, names, host)
-    out = LadderOutcome(workload, profile, list(overrides), [RungOutcome(p) for p in plans])
+    plans = plan_ladder(workload, profile, overrides, names, host, batch_sizes, trajectory_steps)
+    title = ladder_for(workload).title
+    out = LadderOutcome(workload, profile, list(overrides), [RungOutcome(p) for p in plans], title=title)
     out.directory = new_stamped_dir(opts.output_dir / workload, "ladder-")
     rung_opts = _start_parent(out, plans[0].config, opts)
     running = [r for r in out.rungs if r.plan.config is not None]
     try:
         for i, rung in enumerate(running):
             config: RunConfig | None = rung.plan.config
-            assert config is not None
+            if config is None:  # a batch size above one that did not fit
+                continue
             watch = progress(rung.plan, i, len(running)) if progress is not None else contextlib.nullcontext(None)
             try:
                 with watch as on_progress:
@@ -72,15 +81,33 @@ def run_ladder(
                 if exc.exit_code == 130:
                     out.interrupted = True
                     break
+                if rung.plan.family == "batch" and _out_of_memory(rung):
+                    rung.over_limit = True
+                    _skip_larger(running[i + 1 :], rung)
     except BaseException:
         _finish_parent(out, opts, [], "FAILED")  # a preflight error or a crash: the parent must not stay RUNNING
         raise
     compare_rungs(out.rungs)
+    check_numerics(out.rungs)
     out.best = best_rung(out.rungs)
     artifacts = write_outputs(out)
     status = "KILLED" if out.interrupted else ("FAILED" if out.failed else "FINISHED")
     _finish_parent(out, opts, artifacts, status)
     return out
+
+
+def _out_of_memory(rung: RungOutcome) -> bool:
+    """The rung's run failed because it ran out of memory (the rank's error says so)."""
+    kept = rung.result.error if rung.result is not None else None
+    return "out of memory" in f"{rung.error} {kept or ''}".lower()
+
+
+def _skip_larger(rest: list[RungOutcome], failed: RungOutcome) -> None:
+    """Skip the batch sizes above one that did not fit (before they run)."""
+    for r in rest:
+        if r.plan.family == "batch":
+            r.plan.skip = f"{failed.plan.label.removeprefix('+ ')} did not fit in memory, so larger ones are not tried"
+            r.plan.config = None
 
 
 def _start_parent(out: LadderOutcome, first: RunConfig | None, opts: RunOptions) -> RunOptions:
@@ -117,6 +144,8 @@ def _finish_parent(out: LadderOutcome, opts: RunOptions, artifacts: list[Path], 
             metrics.append(("ladder_throughput_samples_per_s", s.throughput, i))
         if r.vs_fp32 is not None:
             metrics.append(("ladder_ratio_to_fp32", r.vs_fp32.ratio, i))
+        if r.numerics is not None and r.numerics.deviation is not None:
+            metrics.append(("ladder_loss_deviation", r.numerics.deviation, i))
     if out.best is not None:
         metrics.append(("ladder_best_rung", float(out.best), 0))
     try:

@@ -11,7 +11,12 @@ reader of :mod:`suite.files`)::
     {"kind": "trainbench.run-config", "config_version": 1,
      "workload": "resnet50-cpu", "profile": "quick",
      "overrides": ["precision=bf16", "channels_last=true"],
-     "note": "free text: where it came from"}
+     "note": "free text: where it came from",
+     "best": {"device": "NVIDIA H100 80GB HBM3", "world_size": 1, "rung": "+ batch 512",
+              "throughput_samples_per_s": 5890.0, "result": "results/.../result.json"}}
+
+``best`` (optional) is what ``trainbench ladder`` measured with the config: a later run of the
+workload on the same device and world size prints how far it is from it (:mod:`suite.ladder.best`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,26 @@ class ConfigFileError(BadInput, ValueError):
     """A run-config file that cannot be read or is not one (exit 2)."""
 
 
+class LadderBest(BaseModel):
+    """What the ladder measured with its best config.
+
+    Attributes:
+        device: the device it ran on (the GPU's name, else the CPU's model; :func:`suite.ladder.best.device_name`).
+        world_size: its ranks.
+        rung: the best rung's label, e.g. ``+ CUDA graphs``.
+        throughput_samples_per_s: its throughput, samples/s (all ranks).
+        result: its result file, or None.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    device: str = Field(min_length=1, max_length=500)
+    world_size: int = Field(ge=1, le=1_000_000)
+    rung: str = Field(max_length=200)
+    throughput_samples_per_s: float = Field(gt=0, allow_inf_nan=False)
+    result: str | None = Field(None, max_length=4096)
+
+
 class RunConfigFile(BaseModel):
     """The content of a run-config file (unknown keys are refused).
 
@@ -40,6 +65,7 @@ class RunConfigFile(BaseModel):
         profile: its profile, or None for the spec's default.
         overrides: ``key=value`` settings applied on top of the profile, in order.
         note: where the config came from (e.g. the ladder rung and its throughput).
+        best: what the ladder measured with it, or None.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -50,6 +76,7 @@ class RunConfigFile(BaseModel):
     profile: str | None = Field(None, max_length=200)
     overrides: list[str] = Field(default_factory=list, max_length=1000)
     note: str = Field("", max_length=10_000)
+    best: LadderBest | None = None
 
 
 def read_config_file(path: Path) -> RunConfigFile:

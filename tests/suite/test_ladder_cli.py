@@ -16,7 +16,7 @@ from suite.results import read_result
 from suite.run.config_file import read_config_file
 from tests.conftest import trainbench
 
-TINY = ["batch_size=2", "image_size=64", "warmup_steps=1", "measure_steps=4", "repeats=2", "sampler_interval_s=0.2"]
+TINY = ["batch_size=8", "image_size=32", "warmup_steps=1", "measure_steps=4", "repeats=2", "sampler_interval_s=0.2"]
 
 
 def test_a_tiny_ladder_writes_its_table_files_runs_and_best_config(tmp_path: Path, store_uri: str) -> None:

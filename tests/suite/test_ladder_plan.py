@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.isa import detect_isa
+from suite.ladder.numerics import TRAJECTORY_STEPS
 from suite.ladder.rungs import RUNGS, Host, find_allocator, find_cxx, parse_rungs, plan_ladder, this_host
 from suite.run.config_file import ConfigFileError, RunConfigFile, read_config_file, write_config_file
 from suite.specs import ConfigError
@@ -14,7 +15,7 @@ from suite.specs import ConfigError
 CPUINFO = Path(__file__).resolve().parent.parent / "harness" / "cpuinfo"
 ZEN4 = detect_isa((CPUINFO / "zen4-epyc-2vcpu.txt").read_text(), "x86_64", {})
 ZEN1 = detect_isa((CPUINFO / "zen1-epyc-7551-2vcpu.txt").read_text(), "x86_64", {})
-TINY = ["batch_size=2", "image_size=64"]
+TINY = ["batch_size=8", "image_size=64"]  # 8 distinct samples: the least a CPU ladder's trajectory takes
 
 
 def test_every_rung_runs_on_a_host_that_has_everything() -> None:
@@ -27,7 +28,11 @@ def test_every_rung_runs_on_a_host_that_has_everything() -> None:
     assert (top.launch.omp_num_threads, top.launch.omp_proc_bind, top.launch.omp_places) == (2, "close", "cores")
     base = plans[0].config
     assert base is not None and base.params["precision"] == "fp32" and base.params["channels_last"] is False
-    assert plans[2].overrides == [*TINY, "precision=bf16", "channels_last=true", "compile=off", "allocator=default"]
+    trajectory = f"trajectory_steps={TRAJECTORY_STEPS}"  # every rung trains the same short loss trajectory
+    assert plans[2].overrides == [
+        *TINY, trajectory, "precision=bf16", "channels_last=true", "compile=off", "allocator=default"
+    ]  # fmt: skip
+    assert all(p.config is not None and p.config.params["trajectory_steps"] == TRAJECTORY_STEPS for p in plans)
 
 
 def test_rungs_that_cannot_help_are_skipped_with_the_reason_and_the_rest_build_on_fp32() -> None:
@@ -58,6 +63,8 @@ def test_rung_lists_and_overrides_are_checked_before_anything_runs() -> None:
         plan_ladder("resnet50-cpu", None, ["batch_size=0"], ["fp32"], host)
     with pytest.raises(ConfigError, match="no precision, channels_last, compile setting"):
         plan_ladder("mnist-dataheavy", None, [], ["fp32"], host)
+    with pytest.raises(ConfigError, match=r"the ladder sets .*trajectory_steps.* itself"):
+        plan_ladder("resnet50-cpu", None, ["trajectory_steps=2"], ["fp32"], host)
 
 
 def test_this_host_reads_the_machine() -> None:
