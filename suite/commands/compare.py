@@ -46,9 +46,9 @@ def compare(
     """Compare B with A: the throughput ratio B/A with its 95% CI, whether it is significant, and what differs.
 
     A and B are result files, directories of results of one config (its repeats), or
-    MLflow run ids. The interval comes from Welch's t on log throughputs when both
-    sides have 2+ repeat windows, else from a bootstrap over windows and batches of
-    steps; the output names the method.
+    MLflow run ids. The interval comes from the delta method on the log scale, with each
+    side's standard error from the units of its runs' own intervals (batch means of
+    measured steps, or repeats from 5 on); the output names the method.
     """
     from suite.compare.analysis import compare as compare_sides
     from suite.compare.load import load_side

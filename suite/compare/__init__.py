@@ -1,7 +1,7 @@
 """``trainbench compare A B``: is B faster than A, by how much, and how sure is that.
 
 :mod:`suite.compare.load` reads the sides, :mod:`suite.compare.stats` holds the
-method (Welch's t on log throughputs, or a bootstrap over windows),
+method (the delta method on the log scale with each run's own interval units),
 :mod:`suite.compare.analysis` decides comparability and the CI gate,
 :mod:`suite.compare.render` writes the table, Markdown and JSON, and
 The click command is ``suite.commands.compare``.

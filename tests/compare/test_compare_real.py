@@ -46,4 +46,5 @@ def test_two_real_runs_give_a_ratio_with_its_interval_and_the_differing_knob(tmp
     assert doc["a"]["throughput"] == pytest.approx(ra.summary.throughput)
     assert doc["b"]["throughput"] == pytest.approx(rb.summary.throughput)
     assert doc["a"]["name"] == "resnet50-cpu fp32 bs2 [image_size=64] @ test-box"
-    assert "95% CI" in proc.stdout and "params.batch_size" in proc.stdout and "delta method on the log scale" in proc.stdout
+    assert "95% CI" in proc.stdout and "params.batch_size" in proc.stdout
+    assert "delta method on the log scale" in proc.stdout
