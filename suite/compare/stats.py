@@ -145,14 +145,13 @@ def log_ratio_interval(
     words = f"delta method on the log scale with each run's own interval units (A: {a.method}; B: {b.method})"
     if se == 0.0:
         return RatioEstimate(ratio, ratio, ratio, level, METHOD, words + "; no spread", a.n, b.n, None)
-    df = (va + vb) ** 2 / (va**2 / (a.n - 1) + vb**2 / (b.n - 1))
+    wa, wb = va / (va + vb), vb / (va + vb)  # shares of the variance: no underflow of tiny variances squared
+    df = 1 / (wa**2 / (a.n - 1) + wb**2 / (b.n - 1))
     from scipy import stats as sps  # 0.5 s to import: only where an interval is computed
 
     t = float(sps.t.ppf(0.5 + level / 2, df))
-    d = math.log(ratio)
-    return RatioEstimate(
-        ratio, math.exp(d - t * se), math.exp(d + t * se), level, METHOD, f"{words}, df {df:.1f}", a.n, b.n, df
-    )
+    half = math.exp(t * se)  # exp(ln ratio ± t se), computed so that low <= ratio <= high exactly
+    return RatioEstimate(ratio, ratio / half, ratio * half, level, METHOD, f"{words}, df {df:.1f}", a.n, b.n, df)
 
 
 def _rate(units: Sequence[Unit]) -> float:
