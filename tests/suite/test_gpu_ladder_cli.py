@@ -1,10 +1,13 @@
 """The GPU ladder on the CPU path that CI runs: `trainbench ladder resnet50-gpu-horovod --set device=cpu`, real
-tiny runs (DDP over gloo, one rank), every rung's loss trajectory checked against fp32's, CUDA graphs skipped
-with the reason, the batch-size search, the best-config file, and a later run told how far it is from it.
+tiny runs (engine=ddp under torchrun, one rank), every rung's loss trajectory checked against fp32's, CUDA
+graphs skipped with the reason, the batch-size search, the best-config file, and a later run told how far it
+is from it.
 
 Without the compile rungs (torch.compile on the CPU takes minutes; the one test that compiles is in
-test_ladder_compile.py). Batch 16 at 32 x 32: the GPU ladder's trajectory takes 16 distinct samples or more, as
-with fewer this workload's SGD (momentum 0.9) let the fp32 trajectory oscillate (suite/ladder/numerics.py).
+test_ladder_compile.py) and without bf16 (at 32 x 32 its autocast ran 5x slower than fp32 on a 2-vCPU
+Xeon; its numerics are measured in ladder_tolerance_figures.py). Batch 16 at 32 x 32: the GPU ladder's
+trajectory takes 16 distinct samples or more, as with fewer this workload's SGD (momentum 0.9) let the
+fp32 trajectory oscillate (suite/ladder/numerics.py).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ TINY = [
 def test_the_gpu_ladder_runs_on_the_cpu_checks_every_trajectory_and_writes_its_best(tmp_path: Path) -> None:
     sets = [a for s in TINY for a in ("--set", s)]
     proc = trainbench(
-        "ladder", "resnet50-gpu-horovod", "--rungs", "fp32,bf16,cudagraphs,fused,batch", *sets,
+        "ladder", "resnet50-gpu-horovod", "--rungs", "fp32,cudagraphs,fused,batch", *sets,
         "--trajectory-steps", "4", "--output-dir", str(tmp_path / "o"), "--no-tracking", cwd=tmp_path, timeout=900,
         env={"COLUMNS": "220"},
     )  # fmt: skip
@@ -42,9 +45,9 @@ def test_the_gpu_ladder_runs_on_the_cpu_checks_every_trajectory_and_writes_its_b
     [ladder_json] = (tmp_path / "o").rglob("ladder.json")
     doc = json.loads(ladder_json.read_text())
     rows = {r["rung"]: r for r in doc["rungs"]}
-    assert list(rows) == ["fp32", "bf16", "cudagraphs", "fused", "batch-32"]
+    assert list(rows) == ["fp32", "cudagraphs", "fused", "batch-32"]
     ran = [r for r in rows.values() if r["status"] == "complete"]
-    assert [r["rung"] for r in ran] == ["fp32", "bf16", "fused", "batch-32"]
+    assert [r["rung"] for r in ran] == ["fp32", "fused", "batch-32"]
     for r in ran:
         n = r["numerics"]
         assert n["valid"] and len(n["losses"]) == 4 and all(v is not None for v in n["losses"])
@@ -56,16 +59,17 @@ def test_the_gpu_ladder_runs_on_the_cpu_checks_every_trajectory_and_writes_its_b
         assert trajectory["start_s"] > max(w.start_s + w.seconds for w in result.windows) - 1e-9  # after the windows
     batch32 = read_result(Path(rows["batch-32"]["result_path"]))
     assert batch32.config.params["batch_size"] == 32 and batch32.config.params["trajectory_batch"] == 16
-    assert batch32.workload_info["optimizer_impl"] == "fused" and batch32.workload_info["precision"] == "bf16"
+    assert batch32.workload_info["optimizer_impl"] == "fused" and batch32.workload_info["precision"] == "fp32"
     fp32_losses, b32_losses = rows["fp32"]["numerics"]["losses"], rows["batch-32"]["numerics"]["losses"]
-    assert fp32_losses[0] == pytest.approx(b32_losses[0], rel=0.05)  # the same first batch and weights
+    assert fp32_losses[0] == pytest.approx(b32_losses[0], rel=1e-3)  # the same first batch and weights, in fp32
     # the best config, with what it measured, and a later run told how far it is from it
     config = read_config_file(ladder_json.parent / "best-config.json")
     best = doc["rungs"][doc["best"]]
     assert config.best is not None and config.overrides == best["overrides"]
     assert config.best.world_size == 1 and config.best.throughput_samples_per_s == best["throughput_samples_per_s"]
     again = trainbench(
-        "run", "resnet50-gpu-horovod", *sets, "--output-dir", str(tmp_path / "o"), "--no-tracking",
+        "run", "resnet50-gpu-horovod", *sets, "--set", "precision=fp32", "--output-dir", str(tmp_path / "o"),
+        "--no-tracking",
         cwd=tmp_path, timeout=600, env={"COLUMNS": "400"},
     )  # fmt: skip
     assert again.returncode == 0, again.stderr + again.stdout
