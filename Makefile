@@ -109,6 +109,23 @@ lint: $(STAMP)
 bench: $(STAMP_RUN)
 	$(BIN)/trainbench bench $(ARGS)
 
+# Issues 34 and 37: every GPU figure in one command and one table, within 8 minutes on one H100
+# (suite/bench/gpu_check.py). On a GPU host without the project's venv (no registry), carry the
+# wheels `make gpu-wheels` downloads here and run: GPU_PYTHON=python3 make gpu-check (see the README).
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+.PHONY: gpu-check gpu-wheels
+gpu-check:
+	$(GPU_PYTHON) -m suite gpu-check $(ARGS)
+
+# The core's wheels for Python 3.12 that a GPU host with torch, torchvision and nvidia-ml-py lacks (about 3.5 MB),
+# at the versions this venv runs, into .whl/ (ignored by git; the device tool carries it)
+GPU_WHEELS := pydantic pydantic-core annotated-types typing-inspection jsonschema jsonschema-specifications \
+	referencing rpds-py
+gpu-wheels: $(STAMP_CORE)
+	$(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
+		$$($(BIN)/python -c "import importlib.metadata as m; print(' '.join(f'{n}=={m.version(n)}' for n in '$(GPU_WHEELS)'.split()))")
+
 # Issue 5: input-bound training with 0/1/2 loader workers, and preprocessing offloaded to a
 # tf.data service worker on another core vs done on the trainer's core (printed figures).
 .PHONY: bench-mnist

@@ -33,6 +33,7 @@ AREAS = (
     "run",  # run, rank (hidden), sync
     "inspect",  # list, show, prices, schema
     "bench",  # bench, bench-pipelines, bench-mnist, bench-validate
+    "gpu",  # gpu-check
     "data",  # data fetch, make-imagenet-like, manifest, verify; data-service
     "validate",  # validate, report, submission-schema
     "submit",  # submit

@@ -128,7 +128,7 @@ class ResNet50GPU(Workload):
         self.graphs = params.compile == "inductor" and params.compile_mode in ("reduce-overhead", "max-autotune")
         self.criterion = torch.nn.CrossEntropyLoss()
         self.scaler = torch.amp.GradScaler("cuda") if params.precision == "fp16" else None
-        self._dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(params.precision)
+        self.autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(params.precision)
         self._bad = torch.zeros((), dtype=torch.bool, device=self.device)
         self._flag = torch.zeros(1, dtype=torch.int32)
         # the input pipeline (workloads/resnet50_gpu/pipelines/): the same tensors whichever feeds the step
@@ -193,7 +193,7 @@ class ResNet50GPU(Workload):
             torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
         self.optimizer.zero_grad()  # set_to_none is the default (torch >= 2.0); Horovod takes no argument
         autocast = (
-            torch.autocast(self.device.type, dtype=self._dtype) if self._dtype is not None else contextlib.nullcontext()
+            torch.autocast(self.device.type, dtype=self.autocast_dtype) if self.autocast_dtype is not None else contextlib.nullcontext()
         )
         with autocast:
             loss = self.criterion(self.forward(x), y)
