@@ -18,8 +18,9 @@ def timeline_png(
     """Write the timeline PNG to ``path`` and return it.
 
     x: seconds since the run started. Left axis: step time and data wait (ms) per
-    step. Right axis: mean CPU utilization (%). Warm-up windows are shaded orange,
-    measurement windows green.
+    step, and on a GPU the step's time on the device (CUDA events, ``StepRecord.device_s``).
+    Right axis: mean CPU utilization (%). Warm-up windows are shaded orange, measurement
+    windows green.
     """
     import matplotlib  # 0.3 s to import: only once a run has its steps to plot
 
@@ -31,7 +32,11 @@ def timeline_png(
         colour = "tab:orange" if w.phase is Phase.WARMUP else "tab:green"
         ax.axvspan(w.start_s, w.start_s + w.seconds, color=colour, alpha=0.12, lw=0)
     xs = [s.start_s for s in steps]
-    ax.plot(xs, [s.step_s * 1e3 for s in steps], "o-", ms=3, lw=1, color="tab:blue", label="step time")
+    ax.plot(xs, [s.step_s * 1e3 for s in steps], "o-", ms=3, lw=1, color="tab:blue", label="step time (host)")
+    timed = [s for s in steps if s.device_s is not None]
+    if timed:  # on a GPU: the step as the device ran it (CUDA events), beside the host's
+        gpu = [s.device_s * 1e3 for s in timed if s.device_s is not None]
+        ax.plot([s.start_s for s in timed], gpu, ".", ms=3, color="tab:purple", label="step time (GPU)")
     ax.plot(xs, [s.data_wait_s * 1e3 for s in steps], "x", ms=4, color="tab:red", label="data wait")
     ax.set_xlabel("seconds since start")
     ax.set_ylabel("ms per step")
