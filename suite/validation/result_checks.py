@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from suite import labels
 from suite.cost import samples_per_dollar_or_none
 from suite.results import Result, compute_digest
 from suite.results.migrations import supported, upgrade, versions_text
@@ -22,6 +23,7 @@ from suite.rules import Rules, RulesError, closed_deviations
 from suite.specs import SPECS_DIR
 from suite.validation.conditions import check_bf16, check_interference, check_steady_state, check_suite
 from suite.validation.findings import Findings
+from suite.validation.physical import check_physical
 from suite.validation.record_checks import check_records, check_summary
 
 MAX_SCHEMA_ERRORS = 10
@@ -117,9 +119,17 @@ def parse_result(doc: Any, where: str, findings: Findings) -> Result | None:
 
 
 def check_division(result: Result, where: str, findings: Findings, ctx: CheckContext) -> None:
-    """The division label follows from the config and the closed-division rules."""
+    """The division label follows from the config and the closed-division rules, judged on the hardware the
+    result recorded (``precision`` other than ``auto`` must be what ``auto`` chooses there, and bf16 must not
+    have been emulated: :func:`suite.labels.bf16_emulated`)."""
     try:
-        deviations = closed_deviations(result.config, ctx.rules, ctx.specs_dir)
+        deviations = closed_deviations(
+            result.config,
+            ctx.rules,
+            ctx.specs_dir,
+            environment=result.environment,
+            bf16_emulated=labels.bf16_emulated(result),
+        )
     except RulesError as exc:
         if result.division == "closed":
             findings.error(
@@ -186,6 +196,7 @@ def check_result(result: Result, where: str, findings: Findings, ctx: CheckConte
         )
     records_ok = check_records(result, where, findings)
     check_summary(result, where, findings, records_ok)
+    check_physical(result, where, findings, records_ok)
     check_steady_state(result, where, findings)
     check_interference(result, where, findings)
     check_bf16(result, where, findings)

@@ -112,16 +112,17 @@ def _new_run_id(runs: RealRuns) -> object:
 
 
 def _same_measurement(runs: RealRuns) -> object:
-    """A copy given a whole new identity (run id, run uid, start time a day later): only the
-    measurement itself gives it away."""
+    """A copy given a whole new identity (run id, run uid, start time a day earlier, its origin with it,
+    so its times stay in order): only the measurement itself gives it away."""
     first = runs.open[0]
-    assert first.started_at is not None
-    later = datetime.fromisoformat(first.started_at) + timedelta(days=1)
+    assert first.started_at is not None and first.origin_unix_s is not None
+    earlier = datetime.fromisoformat(first.started_at) - timedelta(days=1)
     return reseal(
         first,
         run_id=uuid.uuid4().hex,
         run_uid=uuid.uuid4().hex,
-        started_at=later.isoformat(timespec="milliseconds"),
+        started_at=earlier.isoformat(timespec="milliseconds"),
+        origin_unix_s=first.origin_unix_s - 86_400.0,
     )
 
 
