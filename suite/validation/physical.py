@@ -24,8 +24,7 @@ others' CPU time or steal zeroed to hide interference  per-core utilization agai
 the ISA rewritten (AVX2 only) under a native-bf16 run  the precision decision recomputed on the recorded ISA
 (any precision or ISA claim the hardware cannot make)  (``precision-impossible``); the ISA record against its
                                                        own features, caps, the CPU flags, the CPU model and
-                                                       torch's capability (``isa-inconsistent``); the closed
-                                                       division judged on the recorded hardware
+                                                       torch's capability (``isa-inconsistent``)
 a CPU run relabelled as trained on a GPU               the named GPU among the recorded GPUs; a CPU workload
 (any device claim the environment does not hold)       names no GPU device (``device-impossible``); a GPU run
                                                        carries device telemetry (hook, issue 37)

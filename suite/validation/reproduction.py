@@ -42,6 +42,8 @@ from suite.results import Reproduction, Result
 
 TOLERANCE = 0.10
 """Run-to-run variation within one hardware class that a reproduction allows (see the module docstring)."""
+WHERE_ENV = frozenset({"TORCHINDUCTOR_CACHE_DIR"})
+"""Recorded variables that name where a run kept its files, not how fast it ran (torch sets this one itself)."""
 LIBRARIES = ("torch", "torchvision", "tensorflow", "tensorflow-cpu", "keras", "horovod")
 """Libraries whose version is part of the hardware class of a run on the host."""
 METHOD = (
@@ -77,7 +79,10 @@ def _user_env(environment: Mapping[str, Any], launcher_set: Mapping[str, str]) -
     return {
         str(k): str(v)
         for k, v in env.items()
-        if PERF_ENV_PATTERN.match(str(k)) and not str(k).startswith("TRAINBENCH_") and k not in launcher_set
+        if PERF_ENV_PATTERN.match(str(k))
+        and not str(k).startswith("TRAINBENCH_")
+        and k not in launcher_set
+        and k not in WHERE_ENV
     }
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from suite import labels
 from suite.cost import samples_per_dollar_or_none
 from suite.results import Result, compute_digest
 from suite.results.migrations import supported, upgrade, versions_text
@@ -119,17 +118,14 @@ def parse_result(doc: Any, where: str, findings: Findings) -> Result | None:
 
 
 def check_division(result: Result, where: str, findings: Findings, ctx: CheckContext) -> None:
-    """The division label follows from the config and the closed-division rules, judged on the hardware the
-    result recorded (``precision`` other than ``auto`` must be what ``auto`` chooses there, and bf16 must not
-    have been emulated: :func:`suite.labels.bf16_emulated`)."""
+    """The division label follows from the config and the closed-division rules.
+
+    Judged on the config alone, as the validator always has: a precision the recorded hardware
+    cannot run is ``precision-impossible`` (:mod:`suite.validation.hardware_claims`), and bf16 that
+    ran emulated is labelled and scored apart (:func:`suite.validation.conditions.check_bf16`).
+    """
     try:
-        deviations = closed_deviations(
-            result.config,
-            ctx.rules,
-            ctx.specs_dir,
-            environment=result.environment,
-            bf16_emulated=labels.bf16_emulated(result),
-        )
+        deviations = closed_deviations(result.config, ctx.rules, ctx.specs_dir)
     except RulesError as exc:
         if result.division == "closed":
             findings.error(

@@ -51,7 +51,7 @@ RUN_REL_TOL = 0.02
 """Over a run: offered CPU-seconds may differ from cores x span by this fraction..."""
 RUN_LAG_S = 0.25
 """...plus this many seconds per core (the walk's time at the two ends, and two ticks per core)."""
-TEARDOWN_S = 1.5
+TEARDOWN_S = 0.5
 """Readings may run on this long (plus one interval) after the last timed work: the rank stops the
 sampler in the same ``finally`` that ends the run (measured: the last reading came before the end)."""
 SUPERVISOR_CORES = 0.25
