@@ -212,7 +212,13 @@ def check_hardware_claims(result: Result, where: str, findings: Findings) -> Non
     readings = {len(r.cpu_percent) for r in result.utilization}
     allowed = (result.environment.get("binding") or {}).get("cpus_allowed")
     in_container = bool((result.environment.get("container") or {}).get("in_container"))
-    if isinstance(logical, int) and readings and readings != {logical} and not in_container:
+    # lxcfs shows a container only its cpuset in /proc/stat, but not in the online-CPU count psutil reads
+    if (
+        isinstance(logical, int)
+        and readings
+        and readings != {logical}
+        and not (in_container and max(readings) < logical)
+    ):
         findings.error(
             "environment-inconsistent",
             f"{where}#environment/cpu/logical_cores",

@@ -22,7 +22,7 @@ from pathlib import Path
 from suite.files import MAX_FILE_BYTES
 from suite.results import compute_digest, write_result
 from suite.specs import resolve
-from tests.validation.conftest import RealRuns, build, one_repeat, reseal
+from tests.validation.conftest import RealRuns, as_configured, build, one_repeat, reseal
 from tests.validation.trees import make_tree, results_dir, system_for, system_path, write_system
 
 
@@ -181,7 +181,7 @@ def _closed(root: Path, runs: RealRuns) -> None:
 def _closed_batch(root: Path, runs: RealRuns) -> None:
     make_tree(root, runs.closed)
     config = resolve("resnet50-cpu", "official", ["batch_size=4"], directory=runs.specs_dir)
-    bad = build(config, one_repeat(runs.measurement, 0), runs.plan, root.parent)
+    bad = build(config, as_configured(one_repeat(runs.measurement, 0), config), runs.plan, root.parent)
     write_result(reseal(bad, division="closed"), _sixth(root))
 
 

@@ -7,6 +7,7 @@ give it away. Used by ``test_physical.py`` and ``tests/faults/test_fuzz_physical
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 from harness.records import StepRecord, WindowRecord
@@ -15,6 +16,7 @@ from harness.stats import summarize
 from suite.cost import samples_per_dollar_or_none
 from suite.results import Result, seal
 from suite.rules import load_rules
+from suite.specs import SPECS_DIR
 from suite.validation.findings import Finding, Findings, Severity
 from suite.validation.result_checks import CheckContext, check_result, parse_result
 
@@ -35,13 +37,13 @@ def resealed(doc: dict[str, Any]) -> Result:
     return seal(out)
 
 
-def errors(result: Result | dict[str, Any], where: str = "r.json") -> list[Finding]:
+def errors(result: Result | dict[str, Any], where: str = "r.json", specs_dir: Path = SPECS_DIR) -> list[Finding]:
     """The validator's error findings on one result (as ``trainbench validate`` checks each file)."""
     findings = Findings()
     doc = result.model_dump(mode="json") if isinstance(result, Result) else result
     parsed = parse_result(doc, where, findings)
     if parsed is not None:
-        check_result(parsed, where, findings, CheckContext(load_rules()))
+        check_result(parsed, where, findings, CheckContext(load_rules(), specs_dir))
     return [f for f in findings if f.severity is Severity.ERROR]
 
 
