@@ -178,7 +178,10 @@ class Reproduction(BaseModel):
         description="run-to-run variation allowed: the claim is reproduced when the "
         "ratio's interval meets [1/(1+t), 1+t]",
     )
-    verdict: Literal["reproduced", "not reproduced"]
+    verdict: Literal["reproduced", "not reproduced", "undetermined"] = Field(
+        description="undetermined: the re-measurement bounds no interval, or the interval lies outside the band "
+        "but the slower run was disturbed"
+    )
     method: str
     differences: list[str] = Field(default_factory=list, description="how this machine differs from the claim's")
     anyway: bool = Field(False, description="ran although the hardware class differs (--anyway)")

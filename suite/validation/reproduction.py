@@ -26,6 +26,11 @@ set itself). Any difference is a different class: ``trainbench reproduce`` refus
    confidence the claim is off by more than the tolerance (a claim 1.25x too high, as from
    durations scaled by 0.8, is). A claim whose own interval is wider than the tolerance is
    reproduced only in that weak sense, and the output says so.
+4. Other processes only ever slow a run down. So when the interval lies above the band (the claim
+   faster) but the re-measurement's windows were disturbed, or below it (the claim slower) but the
+   claim's were, the slower run may be slow for that reason alone: the verdict is **undetermined**
+   (exit 1, "not reproduced (undetermined)"), with the fix: measure again on a quiet machine. So is
+   a re-measurement whose records bound no interval (too few or too noisy steps).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from harness.precision import isa_from_record
 from harness.system import PERF_ENV_PATTERN
@@ -116,6 +121,11 @@ def class_differences(claim: Result, here: Mapping[str, Any], here_env: Mapping[
     return out
 
 
+def _disturbed(result: Result) -> bool:
+    """Other processes or steal disturbed a measurement window of ``result`` (as its readings show)."""
+    return bool(result.utilization_summary is not None and result.utilization_summary.disturbed)
+
+
 def _half_width(result: Result) -> float | None:
     """The log half-width of ``result``'s own 95% CI, or None when it has none."""
     s = result.summary
@@ -141,12 +151,16 @@ def judge(
     h_c = _half_width(claim) or 0.0
     ci = again.summary.throughput_ci95
     band = (1 / (1 + TOLERANCE), 1 + TOLERANCE)
+    verdict: Literal["reproduced", "not reproduced", "undetermined"]
     if h_m is None:
-        interval, verdict = None, "not reproduced"
+        interval, verdict = None, "undetermined"
     else:
         h = math.hypot(h_c, h_m)
         interval = [ratio * math.exp(-h), ratio * math.exp(h)]
         verdict = "reproduced" if interval[0] <= band[1] and interval[1] >= band[0] else "not reproduced"
+        slower = again if interval[0] > band[1] else claim  # the run that came out slower
+        if verdict == "not reproduced" and _disturbed(slower):
+            verdict = "undetermined"
     return Reproduction(
         claim_run_id=claim.run_id,
         claim_digest=claim.digest,
@@ -169,7 +183,8 @@ def verdict_line(r: Reproduction, claim_rel: float | None = None) -> str:
     measured_ci = (
         f" (95% CI {r.measured_ci95[0]:.4g}–{r.measured_ci95[1]:.4g})" if r.measured_ci95 else " (no interval)"
     )
-    head = f"{r.verdict}: claimed {r.claimed:.4g} samples/s, measured {r.measured:.4g} samples/s{measured_ci}"
+    said = "not reproduced (undetermined)" if r.verdict == "undetermined" else r.verdict
+    head = f"{said}: claimed {r.claimed:.4g} samples/s, measured {r.measured:.4g} samples/s{measured_ci}"
     if r.ratio_ci95 is None:
         tail = (
             "; the re-measurement has no interval, so it cannot confirm the claim. "
@@ -182,6 +197,12 @@ def verdict_line(r: Reproduction, claim_rel: float | None = None) -> str:
             f"; claimed/measured {r.ratio:.3f} (95% CI {lo:.3f}–{hi:.3f}) {where} the tolerance band "
             f"{1 / (1 + r.tolerance):.3f}–{1 + r.tolerance:.3f}"
         )
+        if r.verdict == "undetermined":
+            run = "the re-measurement" if lo > 1 + r.tolerance else "the claim"
+            tail += (
+                f", but {run} was disturbed by other processes, which only slow a run down. "
+                "Fix: measure again on a quiet machine"
+            )
         if claim_rel is not None and claim_rel > r.tolerance and r.verdict == "reproduced":
             tail += (
                 f" (the claim's own interval, ±{claim_rel:.0%}, is wider than the tolerance: "
