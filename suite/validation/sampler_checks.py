@@ -131,7 +131,8 @@ def _ticks(readings: Sequence[UtilizationSample], where: str, findings: Findings
     for k, r in enumerate(readings):
         for name in ("machine_cpu_s", "run_cpu_s", "others_cpu_s", "steal_s"):
             value = getattr(r, name)
-            if value is not None and abs(value / TICK_S - round(value / TICK_S)) > 1e-6:
+            ticks = value / TICK_S if value is not None else 0.0
+            if not math.isfinite(ticks) or abs(ticks - round(ticks)) > 1e-6:
                 _bad(
                     findings,
                     "clock-mismatch",

@@ -115,18 +115,27 @@ def check_timestamps(result: Result, where: str, findings: Findings, now: float 
             "a window or step starts before the run's origin (a negative start_s): the origin is taken first",
             FIX,
         )
+    origins = _rank_origins(result)
+    if origin is not None and abs(origins.get(0, origin) - origin) > 1e-6:
+        findings.error(
+            "timestamps",
+            f"{where}#environment/ranks/0/origin_unix_s",
+            f"rank 0's origin is recorded as {origins[0]!r} among the ranks and as {origin!r} in origin_unix_s: "
+            "both are the same instant",
+            FIX,
+        )
     tol = TRUNCATION_S + (CLUSTER_CLOCK_TOL_S if result.runtime.kind == "slurm" else CLOCK_TOL_S)
     evaluation = _evaluation_end(result)
-    for rank, origin in sorted(_rank_origins(result).items()):
+    for rank, at in sorted(origins.items()):
         end = _end([w for w in result.windows if w.rank == rank])
         if rank == 0 and evaluation is not None:
             end = max(end, evaluation)
-        if origin + end > created + tol:
+        if at + end > created + tol:
             findings.error(
                 "timestamps",
                 f"{where}#provenance/created_at",
-                f"rank {rank}'s timed work ends at {_utc(origin + end)} "
-                f"({origin + end - created:.1f} s after created_at {result.provenance.created_at}), but the "
+                f"rank {rank}'s timed work ends at {_utc(at + end)} "
+                f"({at + end - created:.1f} s after created_at {result.provenance.created_at}), but the "
                 "result is written after every rank has finished",
                 FIX,
             )
