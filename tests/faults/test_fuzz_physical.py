@@ -51,7 +51,7 @@ FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(Healt
 @functools.cache
 def real_doc() -> dict[str, Any]:
     """One real tiny ResNet-50 launch of 2 repeats, built as the runner builds it (as JSON)."""
-    overrides = [o for o in TINY_RUN if o != "--set" and not o.startswith("repeats=")] + ["repeats=2"]
+    overrides = [o for o in TINY_RUN if o != "--set" and not o.startswith("repeats=")] + ["repeats=2", "budget_s=3600"]
     config = resolve("resnet50-cpu", "quick", overrides)
     with tempfile.TemporaryDirectory() as tmp:
         measurement, plan, code = launch_rank(config, Path(tmp))

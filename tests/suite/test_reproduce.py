@@ -19,8 +19,9 @@ from suite.results import Result, read_result, seal
 from tests.conftest import TINY_RUN, copy_empty_store, trainbench
 from tests.validation import forgery
 
-CLAIM = [*TINY_RUN, "--set", "repeats=2", "--set", "measure_steps=6"]
-"""The claim's overrides: the tiny run, with 2 repeats of 6 measured steps (later overrides win)."""
+CLAIM = [*TINY_RUN, "--set", "repeats=2", "--set", "measure_steps=6", "--set", "budget_s=3600"]
+"""The claim's overrides: the tiny run, with 2 repeats of 6 measured steps (later overrides win), and a time
+budget no loaded machine cuts its windows short by."""
 
 
 @pytest.fixture(scope="module")

@@ -179,7 +179,8 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> RealRuns:
     """Two real launches of the tiny ResNet-50 (about 20 s on 2 cores), split into sealed results."""
     tmp = tmp_path_factory.mktemp("real-runs")
     specs_dir = write_test_specs(tmp / "specs")
-    many = [*TINY, f"repeats={RUNS}"]
+    # the quick profile's time budget (150 s) would cut the windows of a loaded machine's runs short
+    many = [*TINY, f"repeats={RUNS}", "budget_s=3600"]
     launch_config = resolve("resnet50-cpu", "quick", many)
     (tmp / "a").mkdir()
     ran, plan, code = launch_rank(launch_config, tmp / "a")

@@ -43,7 +43,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 @pytest.fixture(scope="module")
 def honest(real_runs: RealRuns, tmp_path_factory: pytest.TempPathFactory) -> Result:
     """The real 5-repeat tiny launch, built into a result exactly as the runner builds it."""
-    config = resolve("resnet50-cpu", "quick", [*TINY, f"repeats={RUNS}"])
+    config = resolve("resnet50-cpu", "quick", [*TINY, f"repeats={RUNS}", "budget_s=3600"])  # as launched
     return build(config, real_runs.measurement, real_runs.plan, tmp_path_factory.mktemp("honest"))
 
 
