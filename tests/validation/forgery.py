@@ -102,15 +102,17 @@ def relabel_gpu(doc: dict[str, Any], name: str, device: str = "cuda:0") -> dict[
 
 
 def disturb(reading: dict[str, Any], share: float) -> dict[str, Any]:
-    """``reading`` as if other processes had used at least ``share`` of the machine's CPU time besides the run
-    (as much of it as the idle time allows, in whole ticks), the per-core utilization raised to match:
-    an honest disturbed reading."""
+    """``reading`` as if other processes had used at least ``share`` of the machine's CPU time: taken from the
+    idle time first, then from the run (which then got less CPU), in whole ticks, with the cores as busy as that
+    makes them (spread evenly): an honest disturbed reading."""
     machine = reading["machine_cpu_s"]
-    idle = machine - reading["run_cpu_s"] - reading["others_cpu_s"] - reading["steal_s"]
-    extra = max(0.0, min(idle, share * machine - reading["others_cpu_s"]))
-    others = round(reading["others_cpu_s"] + extra, 2)
-    busy = reading["run_cpu_s"] + others + reading["steal_s"]
-    before = sum(reading["cpu_percent"]) / 100 / len(reading["cpu_percent"]) * machine
-    scale = busy / before if before > 0 else 1.0
-    cores = [min(100.0, round(c * scale, 1)) for c in reading["cpu_percent"]]
-    return {**reading, "others_cpu_s": others, "cpu_percent": cores}
+    want = round(max(0.0, share * machine - reading["others_cpu_s"]), 2)
+    idle = max(0.0, machine - reading["run_cpu_s"] - reading["others_cpu_s"] - reading["steal_s"])
+    from_idle = min(idle, want)
+    from_run = min(reading["run_cpu_s"], round(want - from_idle, 2))
+    run = round(reading["run_cpu_s"] - from_run, 2)
+    others = round(reading["others_cpu_s"] + from_idle + from_run, 2)
+    busy = run + others + reading["steal_s"]
+    n = len(reading["cpu_percent"])
+    cores = [round(100 * busy / machine, 1)] * n if machine > 0 else reading["cpu_percent"]
+    return {**reading, "run_cpu_s": run, "others_cpu_s": others, "cpu_percent": cores}
