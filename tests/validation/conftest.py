@@ -73,6 +73,8 @@ class RealRuns:
     closed_config: RunConfig
     plan: LaunchPlan
     measurement: dict[str, Any]
+    long_measurement: dict[str, Any] | None = None
+    long_config: RunConfig | None = None
 
 
 def one_repeat(measurement: dict[str, Any], repeat: int) -> dict[str, Any]:
@@ -215,7 +217,17 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> RealRuns:
     incomplete = build(open_config, partial, plan, tmp)
     assert load_rules().min_runs == RUNS
     return RealRuns(
-        open_results, closed_results, trending, incomplete, specs_dir, open_config, closed_config, plan, measurement
+        open_results,
+        closed_results,
+        trending,
+        incomplete,
+        specs_dir,
+        open_config,
+        closed_config,
+        plan,
+        measurement,
+        long_measurement,
+        long_config,
     )
 
 
