@@ -85,7 +85,10 @@ def test_an_honest_claim_is_reproduced_and_linked_in_mlflow(claim: tuple[Path, s
 def test_a_forged_claim_is_not_reproduced(claim: tuple[Path, str], tmp_path: Path) -> None:
     """A claim 4x too fast (durations x 0.25, summary recomputed, resealed) is never reproduced: refused
     outright, or undetermined where this shared machine disturbed the re-measurement or left it no interval."""
-    doc = read_result(claim[0]).model_dump(mode="json")
+    honest = read_result(claim[0])
+    if _disturbed(honest):  # its own measurement was slowed by other jobs: a faster claim may be the truth
+        pytest.skip("the claim was measured while other processes disturbed it; its forgery proves nothing")
+    doc = honest.model_dump(mode="json")
     forged = _write(forgery.resealed(forgery.scale_windows(doc, 0.25)), tmp_path / "forged.json")
     done = trainbench("reproduce", str(forged), "--no-tracking", "--output-dir", str(tmp_path / "rep"), cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
