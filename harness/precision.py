@@ -9,10 +9,11 @@ must never pass for the machine's throughput.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.isa import IsaInfo
+from harness.isa import ONEDNN_CAP_VARS, IsaInfo, detect_isa
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 """Values ``choose_precision`` accepts."""
@@ -107,3 +108,85 @@ def choose_precision(requested: str, isa: IsaInfo) -> PrecisionChoice:
             "emulated and slow on CPU. Fix: --set precision=auto"
         )
     return PrecisionChoice("fp16", "fp16", "fp16: requested", native, False, warning)
+
+
+def _recorded_flags(isa: Mapping[str, Any]) -> list[str] | None:
+    """The CPU's own flags in an ISA record (``features``: name -> bool, or a list of names), else None."""
+    features = isa.get("features")
+    if isinstance(features, Mapping):
+        return [str(k) for k, v in features.items() if v is True]
+    if isinstance(features, list):
+        return [str(f) for f in features]
+    return None
+
+
+def isa_from_record(environment: Mapping[str, Any]) -> IsaInfo | None:
+    """The ISA a result recorded, rebuilt from what decides it: the CPU's own flags and the caps.
+
+    The inverse of :func:`harness.system.capture_system`'s ``isa`` (pure: reads only ``environment``,
+    never this host). From the ISA record it takes ``features`` (name -> bool, or a list of names),
+    ``arch``, ``model``, the caps ``onednn_max_cpu_isa`` and ``aten_cpu_capability``, ``onednn_isa`` and
+    ``torch_cpu_capability``, and recomputes ``effective``, ``caps``, ``bf16_native_cpu`` and
+    ``bf16_native`` by :func:`harness.isa.detect_isa`: the stored ones follow from these, so a record
+    whose stored values disagree with them is inconsistent, and the stored ones are never trusted.
+    Results written before the ISA record give ``environment["cpu"]["flags"]`` and ``arch`` instead,
+    capped by the ``ONEDNN_MAX_CPU_ISA``/``DNNL_MAX_CPU_ISA`` their ``env`` recorded.
+
+    Args:
+        environment: a result's ``environment`` (what the rank read back about its host).
+
+    Returns:
+        The rebuilt record, or None when the result recorded neither an ISA record nor CPU flags.
+    """
+    isa = environment.get("isa")
+    cpu = environment.get("cpu")
+    env = environment.get("env")
+    caps: dict[str, str] = {}
+    if isinstance(isa, Mapping) and (flags := _recorded_flags(isa)) is not None:
+        machine = str(isa.get("arch") or "x86_64")
+        model = isa.get("model")
+        for key, name in (("onednn_max_cpu_isa", "ONEDNN_MAX_CPU_ISA"), ("aten_cpu_capability", "ATEN_CPU_CAPABILITY")):
+            if isinstance(isa.get(key), str) and isa[key]:
+                caps[name] = str(isa[key])
+        probe = isa.get("onednn_isa") if isinstance(isa.get("onednn_isa"), str) else None
+        torch_cap = isa.get("torch_cpu_capability") if isinstance(isa.get("torch_cpu_capability"), str) else None
+    elif isinstance(cpu, Mapping) and isinstance(cpu.get("flags"), list) and cpu["flags"]:
+        flags = [str(f) for f in cpu["flags"]]
+        arch = str(cpu.get("arch") or "x86_64").lower()  # py-cpuinfo spells it X86_64, ARM_8
+        machine = "aarch64" if arch.startswith(("arm", "aarch64")) else arch
+        model, probe, torch_cap = cpu.get("model"), None, None
+        if isinstance(env, Mapping):
+            caps.update({k: str(env[k]) for k in (*ONEDNN_CAP_VARS, "ATEN_CPU_CAPABILITY") if env.get(k)})
+    else:
+        return None
+    text = "flags\t: " + " ".join(flags) + (f"\nmodel name\t: {model}" if isinstance(model, str) and model else "")
+    return detect_isa(text, machine, caps, torch_cpu_capability=torch_cap, onednn_isa=probe)
+
+
+def recorded_choice(requested: str, environment: Mapping[str, Any]) -> PrecisionChoice | None:
+    """What :func:`choose_precision` decides for ``requested`` on the hardware a result recorded
+    (:func:`isa_from_record`), or None when it recorded none.
+
+    Raises:
+        ValueError: ``requested`` is not one of :data:`PRECISIONS`.
+    """
+    isa = isa_from_record(environment)
+    return None if isa is None else choose_precision(requested, isa)
+
+
+def recorded_bf16_emulated(precision: str | None, environment: Mapping[str, Any]) -> bool | None:
+    """Whether bf16 ran emulated on the hardware a result recorded: the one rule, from the recorded
+    features and caps (:func:`isa_from_record`), never from a stored flag.
+
+    Args:
+        precision: what the run computed in (``bf16``, ``fp32``...; never ``auto``).
+        environment: the result's ``environment``.
+
+    Returns:
+        None when ``precision`` is not ``bf16`` or nothing was recorded to judge by; else True
+        where the effective ISA has no bf16 matrix instructions.
+    """
+    if precision != "bf16":
+        return None
+    isa = isa_from_record(environment)
+    return None if isa is None else not isa.bf16_native

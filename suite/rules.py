@@ -26,8 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.isa import detect_isa
-from harness.precision import choose_precision
+from harness.precision import recorded_choice
 from suite.errors import BadInput, validation_problems
 from suite.files import FileProblem, read_yaml
 from suite.launchers import LAUNCHERS
@@ -176,25 +175,13 @@ def official_config(workload: str, rules: Rules, specs_dir: Path = SPECS_DIR) ->
 def auto_precision(environment: Mapping[str, Any]) -> str | None:
     """What ``precision=auto`` chooses on the hardware a result recorded: ``bf16`` or ``fp32``.
 
-    Read from the ISA record (``environment["isa"]["bf16_native"]``: the effective ISA,
-    caps included) when there is one, else from the recorded CPU flags and the
-    ``ONEDNN_MAX_CPU_ISA``/``ATEN_CPU_CAPABILITY`` the run recorded (results written before
-    the ISA record), by the same rule as the run (:func:`harness.precision.choose_precision`).
-    None when neither is recorded.
+    Decided by the run's own rule (:func:`harness.precision.choose_precision`) on the ISA rebuilt
+    from what the result recorded (:func:`harness.precision.isa_from_record`: the CPU's own
+    features and the caps, never the stored ``bf16_native``; results written before the ISA
+    record give their CPU flags and ``ONEDNN_MAX_CPU_ISA``). None when neither is recorded.
     """
-    isa = environment.get("isa")
-    if isinstance(isa, dict) and isinstance(isa.get("bf16_native"), bool):
-        return "bf16" if isa["bf16_native"] else "fp32"
-    cpu = environment.get("cpu")
-    flags = cpu.get("flags") if isinstance(cpu, dict) else None
-    if not isinstance(flags, list) or not flags:
-        return None
-    arch = str(cpu.get("arch") or "x86_64").lower() if isinstance(cpu, dict) else "x86_64"
-    machine = "aarch64" if arch.startswith(("arm", "aarch64")) else arch
-    env = environment.get("env")
-    caps = {k: str(v) for k, v in env.items() if isinstance(v, str | int)} if isinstance(env, dict) else {}
-    text = "flags\t: " + " ".join(str(f) for f in flags)
-    return choose_precision("auto", detect_isa(text, machine, caps)).chosen
+    choice = recorded_choice("auto", environment)
+    return None if choice is None else choice.chosen
 
 
 def _decided(key: str, official: Any, actual: Any, environment: Mapping[str, Any] | None) -> bool:
@@ -231,8 +218,11 @@ def closed_deviations(
     Args:
         environment: the result's recorded environment; with it, a precision other than
             ``auto`` must be what ``auto`` chooses on that hardware (:func:`auto_precision`).
-        bf16_emulated: the result's flag; True is always a deviation (``bf16_emulated``),
-            since an emulated run measures the emulation, not the machine.
+        bf16_emulated: whether the run's bf16 was emulated, as its caller decided it: the runner from
+            its ranks' decisions, the validator by the one rule on the recorded hardware
+            (:func:`suite.labels.bf16_emulated`); this module never judges it itself. True is always
+            a deviation (``bf16_emulated``), since an emulated run measures the emulation, not the
+            machine.
 
     Raises:
         RulesError: the workload has no official config (see :func:`official_config`).

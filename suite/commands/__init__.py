@@ -43,6 +43,7 @@ AREAS = (
     "export",  # export mlperf
     "slurm",  # slurm up, down, status, image (the demo cluster)
     "ladder",  # ladder (the CPU optimization ladder)
+    "reproduce",  # reproduce RESULT (re-measure a claim)
 )
 """The command modules of ``suite.commands``, each with its ``COMMANDS``; one line per area."""
 

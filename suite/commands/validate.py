@@ -83,6 +83,23 @@ bands_option = click.option(
     "--markdown", "md_out", type=click.Path(path_type=Path), help="Write the Markdown report here ('-': stdout)."
 )
 @click.option("--quiet", "-q", is_flag=True, help="Leave info findings (scores, in-band notes) out of the table.")
+@click.option(
+    "--reproduce",
+    "reproduce_k",
+    type=click.IntRange(0, 1000),
+    default=0,
+    metavar="K",
+    help="Then measure again up to K results whose hardware class is this machine's (trainbench reproduce).",
+)
+@click.option("--repeats", type=click.IntRange(1, 1000), help="[--reproduce] Repeats of each re-measurement.")
+@click.option(
+    "--reproduce-dir",
+    type=click.Path(path_type=Path),
+    default=Path("results/reproductions"),
+    show_default=True,
+    help="[--reproduce] Where the re-measurements' results are written.",
+)
+@click.option("--tracking-uri", help="[--reproduce] MLflow store for the re-measurements [default: none].")
 def validate(
     path: Path,
     strict: bool,
@@ -92,11 +109,19 @@ def validate(
     json_out: Path | None,
     md_out: Path | None,
     quiet: bool,
+    reproduce_k: int,
+    repeats: int | None,
+    reproduce_dir: Path,
+    tracking_uri: str | None,
 ) -> None:
     """Check a submissions tree: every file, every set of runs, every score against its reference band.
 
-    Exit status: 0 compliant, 1 error findings (warnings too with --strict), 2 the
-    validator could not run (missing path, invalid rules or bands file).
+    With --reproduce K, up to K of its results whose hardware class is this machine's are then
+    measured again (as `trainbench reproduce` does), for a reviewer's CI.
+
+    Exit status: 0 compliant (and every re-measured claim reproduced), 1 error findings (warnings
+    too with --strict) or a claim not reproduced, 2 the validator could not run (missing path,
+    invalid rules or bands file).
     """
     from suite.validation.render import findings_table, groups_table, to_json, to_markdown, verdict_line
     from suite.validation.tree import validate_tree
@@ -120,7 +145,12 @@ def validate(
         _write(json.dumps(to_json(report), indent=1) + "\n", json_out)
     if md_out is not None:
         _write(to_markdown(report), md_out)
-    sys.exit(report.exit_code)
+    reproduced = True
+    if reproduce_k:
+        from suite.commands.reproduce import reproduce_tree
+
+        reproduced = reproduce_tree(report, reproduce_k, repeats, reproduce_dir, tracking_uri)
+    sys.exit(report.exit_code or (0 if reproduced else 1))
 
 
 @click.command("report")

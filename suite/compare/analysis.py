@@ -132,6 +132,13 @@ def knob_diff(a: Result, b: Result) -> list[KnobDiff]:
     return [KnobDiff(k, fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k)]
 
 
+def _emulated(result: Result) -> bool | None:
+    """True when the recorded hardware (:func:`suite.labels.bf16_emulated`) or the result's own flag says
+    bf16 was emulated; None when neither says anything."""
+    said = [v for v in (labels.bf16_emulated(result), labels.bf16_emulated_stated(result)) if v is not None]
+    return any(said) if said else None
+
+
 def incomparable(a: Result, b: Result) -> list[str]:
     """Why ``a`` and ``b`` must not be compared as like for like (empty when they may)."""
     reasons = []
@@ -140,7 +147,9 @@ def incomparable(a: Result, b: Result) -> list[str]:
     da, db = labels.device_class(a), labels.device_class(b)
     if da != db:
         reasons.append(f"different device classes (A: {da}, B: {db})")
-    ea, eb = labels.bf16_emulated(a), labels.bf16_emulated(b)
+    # emulated when the recorded hardware says so, or the result itself does (a result whose flag
+    # contradicts its hardware is not like for like either; the validator reports the contradiction)
+    ea, eb = (_emulated(r) for r in (a, b))
     if ea is not None and eb is not None and ea != eb:
         where = "A" if ea else "B"
         reasons.append(f"bf16 is emulated on {where}'s CPU and native on the other's")

@@ -7,7 +7,8 @@ same way. Every value is read from the result as written: ``environment["isa"]``
 ``torch_cpu_capability``), ``workload_info["precision"]`` (the
 :class:`harness.precision.PrecisionChoice` record: ``requested``, ``chosen``, ``reason``,
 ``bf16_emulated``) and ``bf16_emulated``; results written before those fall back to the
-CPU flags and the configured precision (``auto`` resolved on the recorded hardware).
+CPU flags and the configured precision (``auto`` resolved on the recorded hardware). Whether bf16
+ran emulated is decided here once (:func:`bf16_emulated`), from the recorded ISA features and caps.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from harness.precision import recorded_bf16_emulated
 from suite.labels.isa import MATRIX_FEATURES as MATRIX_FEATURES
 from suite.labels.isa import isa_caps as isa_caps
 from suite.labels.isa import isa_features as isa_features
@@ -28,8 +30,6 @@ from suite.results import Result
 from suite.rules import auto_precision
 from suite.specs import RunConfig
 
-NATIVE_BF16 = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
-"""Any of these flags means the CPU computes bf16 natively (no emulation)."""
 NOT_KNOBS = frozenset({"params.batch_size", "params.precision"}) | frozenset(  # both are in the name
     {"launch.startup_timeout_s", "launch.stall_timeout_s", "launch.rdzv_id", "launch.rdzv_endpoint"}
 )
@@ -180,31 +180,34 @@ def device_class(result: Result) -> str:
 
 
 def bf16_emulated(result: Result) -> bool | None:
-    """Whether bf16 ran emulated: the result's ``bf16_emulated``, else the rank's decision, else judged.
+    """Whether the run's bf16 was emulated: the one home of this decision, for every reader.
 
-    Returns None when the run did not use bf16 or ran on a GPU. Without a recorded flag,
-    bf16 counts as emulated when the ISA record says it is not native, or (older results)
-    when the CPU has no native bf16 flag or ``ONEDNN_MAX_CPU_ISA`` caps oneDNN below its
-    bf16 ISAs (e.g. ``AVX2``, ``AVX512_CORE``).
+    Recomputed from what the result recorded (:func:`harness.precision.recorded_bf16_emulated`: the
+    CPU's own ISA features and the caps in ``environment``, never a stored ``bf16_native`` or
+    ``bf16_emulated``) for the precision the run computed in (:func:`precision`). Returns None when
+    the run did not compute in bf16 or ran on a GPU. Only a result that recorded neither an ISA
+    record nor CPU flags falls back to what it states (:func:`bf16_emulated_stated`). The validator
+    reports a stated flag that disagrees with this (``suite.validation.hardware_claims``).
     """
-    recorded = getattr(result, "bf16_emulated", None)
-    if isinstance(recorded, bool):
-        return recorded
+    if device_class(result) != "cpu" or precision(result) != "bf16":
+        return None
+    judged = recorded_bf16_emulated("bf16", result.environment)
+    return judged if judged is not None else bf16_emulated_stated(result)
+
+
+def bf16_emulated_stated(result: Result) -> bool | None:
+    """What the result says about bf16 emulation, not a decision: its top-level ``bf16_emulated``, else
+    the rank's precision record's, else an older ``bf16_emulated`` key in ``workload_info`` or
+    ``environment``; None where it says nothing. Compare it with :func:`bf16_emulated`."""
+    if isinstance(result.bf16_emulated, bool):
+        return result.bf16_emulated
     choice = precision_choice(result)
-    if choice is not None:
-        return bool(choice.get("bf16_emulated")) if choice["chosen"] == "bf16" else None
+    if choice is not None and isinstance(choice.get("bf16_emulated"), bool):
+        return bool(choice["bf16_emulated"]) if choice["chosen"] == "bf16" else None
     for where in (result.workload_info, result.environment):
         if isinstance(where.get("bf16_emulated"), bool):
             return bool(where["bf16_emulated"])
-    if precision(result) != "bf16" or device_class(result) != "cpu":
-        return None
-    isa = result.environment.get("isa")
-    if isinstance(isa, dict) and isinstance(isa.get("bf16_native"), bool):
-        return not isa["bf16_native"]
-    capped = str((result.environment.get("env") or {}).get("ONEDNN_MAX_CPU_ISA", "")).upper()
-    if capped and capped not in ("ALL", "DEFAULT") and not any(s in capped for s in ("BF16", "AMX", "AVX10")):
-        return True
-    return not (NATIVE_BF16 & set(isa_features(result.environment)))
+    return None
 
 
 def gpu_text(env: dict[str, Any]) -> str:

@@ -166,6 +166,33 @@ class Scaling(BaseModel):
     )
 
 
+class Reproduction(BaseModel):
+    """This run re-measured another result's claim (``trainbench reproduce``), and the verdict."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    claim_run_id: str
+    claim_digest: str
+    claim_path: str
+    claimed: float = Field(gt=0, description="the claim's throughput, samples/s")
+    measured: float = Field(gt=0, description="this run's throughput, samples/s")
+    measured_ci95: list[float] | None = Field(None, description="this run's 95% CI [low, high], samples/s")
+    ratio: float = Field(gt=0, description="claimed / measured")
+    ratio_ci95: list[float] | None = Field(None, description="95% CI of the ratio [low, high]")
+    tolerance: float = Field(
+        ge=0,
+        description="run-to-run variation allowed: the claim is reproduced when the "
+        "ratio's interval meets [1/(1+t), 1+t]",
+    )
+    verdict: Literal["reproduced", "not reproduced", "undetermined"] = Field(
+        description="undetermined: the re-measurement bounds no interval, or the interval lies outside the band "
+        "but the slower run was disturbed"
+    )
+    method: str
+    differences: list[str] = Field(default_factory=list, description="how this machine differs from the claim's")
+    anyway: bool = Field(False, description="ran although the hardware class differs (--anyway)")
+
+
 class Result(BaseModel):
     """One run of one workload.
 
@@ -223,6 +250,7 @@ class Result(BaseModel):
         "such a CPU): the result measures the emulation; None when the run did not use bf16 on the CPU",
     )
     nodes: Nodes | None = None
+    reproduction: Reproduction | None = Field(None, description="set when this run re-measured another result")
     provenance: Provenance
     digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
 

@@ -11,8 +11,7 @@ import math
 
 from harness.sampler import summarize_utilization
 from suite import __version__
-from suite.labels import bf16_emulated as _labelled_emulated
-from suite.labels import isa_features
+from suite.labels import bf16_emulated
 from suite.results import Result
 from suite.validation.findings import Findings
 
@@ -27,22 +26,6 @@ when it ships (its results then validate with this code)."""
 def known_suite_version(version: str) -> bool:
     """True when ``version`` is a released trainbench this validator knows, or the validator itself."""
     return version in KNOWN_SUITE_VERSIONS or version == __version__
-
-
-def bf16_emulated(result: Result) -> bool | None:
-    """Whether the run's bf16 was emulated in software (True), native (False), or not bf16 / unknown (None).
-
-    Reads ``workload_info["precision"]["bf16_emulated"]`` (recorded by ``precision=auto``
-    runs), else :func:`suite.labels.bf16_emulated` (a recorded flag, or the CPU's ISA record).
-    """
-    recorded = result.workload_info.get("precision")
-    if isinstance(recorded, dict) and isinstance(recorded.get("bf16_emulated"), bool):
-        return bool(recorded["bf16_emulated"])
-    if isinstance(recorded, dict):
-        return None
-    if not isa_features(result.environment) and not (result.environment.get("env") or {}).get("ONEDNN_MAX_CPU_ISA"):
-        return None  # nothing recorded to judge by (an old result, or no CPU flags): not labelled either way
-    return _labelled_emulated(result)
 
 
 def check_suite(result: Result, where: str, findings: Findings, accepted: bool) -> None:

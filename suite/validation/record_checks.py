@@ -145,9 +145,17 @@ def _steps_ok(key: Key, members: list[StepRecord], win: WindowRecord, ctx: tuple
                 findings,
                 f"{where}#steps",
                 f"{label}: step {i} starts at {s.start_s:.6f} s, out of order or outside its window "
-                f"[{win.start_s:.6f}, {win.start_s + win.seconds:.6f}] s: timestamps must be monotonic",
+                f"[{win.start_s:.6f}, {win.start_s + win.seconds:.6f}] s: timestamps must be monotonic"
+                + (f", and after step {i - 1} ended" if i else ""),
             )
-        previous = s.start_s
+        previous = s.start_s + s.step_s - TIME_TOL_S  # one step at a time: the next starts after this one ends
+    if members and previous > end:
+        return _bad(
+            findings,
+            f"{where}#steps",
+            f"{label}: its last step ends at {previous + TIME_TOL_S:.6f} s, after its window "
+            f"[{win.start_s:.6f}, {win.start_s + win.seconds:.6f}] s: a window closes after its last step",
+        )
     return True
 
 
@@ -156,7 +164,8 @@ def check_records(result: Result, where: str, findings: Findings) -> bool:
 
     Windows are unique per (rank, repeat, phase), every rank of the world has them, each
     rank's windows do not overlap, every window honours the config's minimums, its steps
-    match its counts and lie inside it with indices 0..n-1 and monotonic start times.
+    match its counts and lie inside it with indices 0..n-1, one after another (a step starts
+    after the previous one ended, and the last ends before its window does).
     Returns True when the records are consistent enough to recompute the summary.
     """
     windows: dict[Key, WindowRecord] = {}

@@ -28,6 +28,7 @@ from suite.validation.conditions import (
     check_suite,
 )
 from suite.validation.findings import Findings
+from suite.validation.physical import check_physical
 from suite.validation.record_checks import check_records, check_summary
 
 MAX_SCHEMA_ERRORS = 10
@@ -123,7 +124,12 @@ def parse_result(doc: Any, where: str, findings: Findings) -> Result | None:
 
 
 def check_division(result: Result, where: str, findings: Findings, ctx: CheckContext) -> None:
-    """The division label follows from the config and the closed-division rules."""
+    """The division label follows from the config and the closed-division rules.
+
+    Judged on the config alone, as the validator always has: a precision the recorded hardware
+    cannot run is ``precision-impossible`` (:mod:`suite.validation.hardware_claims`), and bf16 that
+    ran emulated is labelled and scored apart (:func:`suite.validation.conditions.check_bf16`).
+    """
     try:
         deviations = closed_deviations(result.config, ctx.rules, ctx.specs_dir)
     except RulesError as exc:
@@ -192,6 +198,7 @@ def check_result(result: Result, where: str, findings: Findings, ctx: CheckConte
         )
     records_ok = check_records(result, where, findings)
     check_summary(result, where, findings, records_ok)
+    check_physical(result, where, findings, records_ok)
     check_steady_state(result, where, findings)
     check_interference(result, where, findings)
     check_energy(result, where, findings)

@@ -20,7 +20,6 @@ from suite.results import Result
 from suite.rules import flatten_config
 from suite.validation.band_provenance import check_provenance
 from suite.validation.bands import BandsFile, ReferenceBand, score
-from suite.validation.conditions import bf16_emulated
 from suite.validation.duplicates import find_twins
 from suite.validation.findings import Findings, Severity
 from suite.validation.outcomes import GroupOutcome, RunEntry, TreeRuns
@@ -119,7 +118,7 @@ def _groups(walk: TreeRuns) -> list[GroupOutcome]:
     by_key: dict[tuple[str, str, str, str, str], list[RunEntry]] = {}
     for e in walk.entries:
         if e.result.status == "complete":
-            emulated = "bf16-emulated" if bf16_emulated(e.result) else ""
+            emulated = "bf16-emulated" if labels.bf16_emulated(e.result) else ""
             key: tuple[str, str, str, str, str] = (
                 e.submitter,
                 e.system,
@@ -239,7 +238,7 @@ def config_summary(result: Result) -> str:
         if prec == "auto":
             prec = f"{labels.precision(result) or 'unknown'} (auto)"
         parts.append(prec + (" + channels_last" if p.get("channels_last") else ""))
-    if bf16_emulated(result):
+    if labels.bf16_emulated(result):
         parts.append("bf16 emulated (not comparable with native bf16)")
     if result.config.overrides:
         parts.append("--set " + " ".join(result.config.overrides))

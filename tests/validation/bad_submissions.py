@@ -22,7 +22,7 @@ from pathlib import Path
 from suite.files import MAX_FILE_BYTES
 from suite.results import compute_digest, write_result
 from suite.specs import resolve
-from tests.validation.conftest import RealRuns, build, one_repeat, reseal
+from tests.validation.conftest import RealRuns, as_configured, build, one_repeat, reseal
 from tests.validation.trees import make_tree, results_dir, system_for, system_path, write_system
 
 
@@ -112,16 +112,17 @@ def _new_run_id(runs: RealRuns) -> object:
 
 
 def _same_measurement(runs: RealRuns) -> object:
-    """A copy given a whole new identity (run id, run uid, start time a day later): only the
-    measurement itself gives it away."""
+    """A copy given a whole new identity (run id, run uid, start time a day earlier, its origin with it,
+    so its times stay in order): only the measurement itself gives it away."""
     first = runs.open[0]
-    assert first.started_at is not None
-    later = datetime.fromisoformat(first.started_at) + timedelta(days=1)
+    assert first.started_at is not None and first.origin_unix_s is not None
+    earlier = datetime.fromisoformat(first.started_at) - timedelta(days=1)
     return reseal(
         first,
         run_id=uuid.uuid4().hex,
         run_uid=uuid.uuid4().hex,
-        started_at=later.isoformat(timespec="milliseconds"),
+        started_at=earlier.isoformat(timespec="milliseconds"),
+        origin_unix_s=first.origin_unix_s - 86_400.0,
     )
 
 
@@ -180,7 +181,7 @@ def _closed(root: Path, runs: RealRuns) -> None:
 def _closed_batch(root: Path, runs: RealRuns) -> None:
     make_tree(root, runs.closed)
     config = resolve("resnet50-cpu", "official", ["batch_size=4"], directory=runs.specs_dir)
-    bad = build(config, one_repeat(runs.measurement, 0), runs.plan, root.parent)
+    bad = build(config, as_configured(one_repeat(runs.measurement, 0), config), runs.plan, root.parent)
     write_result(reseal(bad, division="closed"), _sixth(root))
 
 

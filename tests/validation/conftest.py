@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.precision import recorded_choice
 from suite.launchers import LaunchPlan
 from suite.results import Result, seal
 from suite.rules import load_rules
@@ -73,29 +74,64 @@ class RealRuns:
     closed_config: RunConfig
     plan: LaunchPlan
     measurement: dict[str, Any]
+    long_measurement: dict[str, Any] | None = None
+    long_config: RunConfig | None = None
 
 
 def one_repeat(measurement: dict[str, Any], repeat: int) -> dict[str, Any]:
     """The measurement of one repeat, as a single-repeat run would have recorded it.
 
-    Each such run has an identity of its own (a run uid, and a start time one hour per
-    repeat later), as separate runs would, and was measured on a quiet machine: the
-    sampler's readings of other processes' CPU time and of steal are zeroed (this shared
-    test machine is never quiet; the interference check has cases of its own).
+    Its records and the sampler's readings count from an origin of its own, as long before its
+    warm-up as the real run's origin was before repeat 0's; it keeps the readings taken from one
+    sampler interval after that origin to the end of its measurement window, as its own sampler
+    would have. Each such run has an identity of its own (a run uid, and a start time one hour per
+    repeat earlier than the last), as separate runs would, and was measured on a quiet machine
+    (:func:`quiet`: this shared test machine is never quiet; the interference check has cases of
+    its own).
     """
     out = copy.deepcopy(measurement)
-    out["steps"] = [{**s, "repeat": 0} for s in measurement["steps"] if s["repeat"] == repeat]
-    out["windows"] = [{**w, "repeat": 0} for w in measurement["windows"] if w["repeat"] == repeat]
+    mine = [w for w in measurement["windows"] if w["repeat"] == repeat]
+    lead = min(w["start_s"] for w in measurement["windows"])  # the real run's origin before its first window
+    shift = min(w["start_s"] for w in mine) - lead
+    end = max(w["start_s"] + w["seconds"] for w in mine)
+    first_reading = min((u["t_s"] for u in measurement.get("utilization", [])), default=0.0)
+    out["steps"] = [
+        {**s, "repeat": 0, "start_s": s["start_s"] - shift} for s in measurement["steps"] if s["repeat"] == repeat
+    ]
+    out["windows"] = [{**w, "repeat": 0, "start_s": w["start_s"] - shift} for w in mine]
+    out["utilization"] = [
+        quiet({**u, "t_s": u["t_s"] - shift})
+        for u in measurement.get("utilization", [])
+        if shift + first_reading <= u["t_s"] <= end
+    ]
     out["run_uid"] = uuid.uuid4().hex
     if out.get("origin_unix_s") is not None:
-        out["origin_unix_s"] += 3600.0 * (repeat + 1)
-    out["utilization"] = [quiet(u) for u in out.get("utilization", [])]
+        out["origin_unix_s"] += shift - 3600.0 * (RUNS - repeat)
     return out
 
 
 def quiet(reading: dict[str, Any]) -> dict[str, Any]:
-    """A utilization reading as a quiet machine gives it: no other process's CPU time, no steal."""
-    return {**reading, **{k: 0.0 for k in ("others_cpu_s", "steal_s") if reading.get(k) is not None}}
+    """A utilization reading as a quiet machine gives it: no other process's CPU time, no steal, and the
+    cores only as busy as the run kept them (the per-core utilization lowered by what is removed)."""
+    hidden = sum(reading.get(k) or 0.0 for k in ("others_cpu_s", "steal_s"))
+    out = {**reading, **{k: 0.0 for k in ("others_cpu_s", "steal_s") if reading.get(k) is not None}}
+    machine, cores = reading.get("machine_cpu_s"), reading.get("cpu_percent") or []
+    if hidden > 0 and machine and cores:
+        busy = sum(cores) / 100 / len(cores) * machine
+        scale = max(0.0, busy - hidden) / busy if busy > 0 else 0.0
+        out["cpu_percent"] = [round(c * scale, 1) for c in cores]
+    return out
+
+
+def as_configured(measurement: dict[str, Any], config: RunConfig) -> dict[str, Any]:
+    """The measurement with the precision decision a rank given ``config`` makes on the same host (the
+    runs were launched with the quick profile's ``precision``; the official profile of the test specs
+    names another, which decides the same on a native-bf16 CPU)."""
+    out = copy.deepcopy(measurement)
+    choice = recorded_choice(str(config.params["precision"]), out["system"])
+    if choice is not None:
+        out["workload_info"]["precision"] = choice.to_dict()
+    return out
 
 
 def with_drift(measurement: dict[str, Any], per_step: float = 0.5) -> dict[str, Any]:
@@ -146,7 +182,8 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> RealRuns:
     """Two real launches of the tiny ResNet-50 (about 20 s on 2 cores), split into sealed results."""
     tmp = tmp_path_factory.mktemp("real-runs")
     specs_dir = write_test_specs(tmp / "specs")
-    many = [*TINY, f"repeats={RUNS}"]
+    # the quick profile's time budget (150 s) would cut the windows of a loaded machine's runs short
+    many = [*TINY, f"repeats={RUNS}", "budget_s=3600"]
     launch_config = resolve("resnet50-cpu", "quick", many)
     (tmp / "a").mkdir()
     first = launch_rank(launch_config, tmp / "a", RunContext(uuid.uuid4().hex))
@@ -167,7 +204,10 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> RealRuns:
     # the runner labels by the real specs (official = batch 128); under the test specs this
     # config is the official one, so these runs are closed-division runs of the test suite
     closed_results = [
-        reseal(build(closed_config, one_repeat(measurement, r), plan, tmp), division="closed") for r in range(RUNS)
+        reseal(
+            build(closed_config, as_configured(one_repeat(measurement, r), closed_config), plan, tmp), division="closed"
+        )
+        for r in range(RUNS)
     ]
     trending = [build(trending_config, with_drift(one_repeat(long_measurement, r)), plan, tmp) for r in range(RUNS)]
     partial = one_repeat(measurement, 0)
@@ -180,7 +220,17 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> RealRuns:
     incomplete = build(open_config, partial, plan, tmp)
     assert load_rules().min_runs == RUNS
     return RealRuns(
-        open_results, closed_results, trending, incomplete, specs_dir, open_config, closed_config, plan, measurement
+        open_results,
+        closed_results,
+        trending,
+        incomplete,
+        specs_dir,
+        open_config,
+        closed_config,
+        plan,
+        measurement,
+        long_measurement,
+        long_config,
     )
 
 

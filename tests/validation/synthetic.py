@@ -35,6 +35,7 @@ def measurement(steps: int = 40, seed: int = 1, ranks: int = 1, warmup: int = 1)
     """A quiet one-repeat measurement (:func:`suite.bench.validation.synthetic_measurement`), with ``ranks``
     ranks that recorded the same timings."""
     one = {**synthetic_measurement(steps, seed, warmup), "system": _system()}
+    _on_this_machine(one)
     if ranks == 1:
         return one
     per_rank = []
@@ -46,6 +47,19 @@ def measurement(steps: int = 40, seed: int = 1, ranks: int = 1, warmup: int = 1)
             w["rank"] = r
         per_rank.append({**m, "rank": r, "world_size": ranks, "utilization": []})
     return {**one, "world_size": ranks, "ranks": per_rank, "workload_info": {"per_rank_batch_size": 16}}
+
+
+def _on_this_machine(raw: dict[str, Any]) -> None:
+    """Make a synthetic measurement physically possible where the tests run: its origin far enough in
+    the past that the run ended before its result is created, and the sampler's readings those of
+    this machine's cores (each offering its share of the 0.5 s between readings, as busy as the run's
+    CPU time makes them)."""
+    end = max(w["start_s"] + w["seconds"] for w in raw["windows"])
+    raw["origin_unix_s"] -= end + 5.0
+    cores = int(raw["system"]["cpu"]["logical_cores"])
+    for r in raw["utilization"]:
+        r["machine_cpu_s"] = round(0.5 * cores, 2)
+        r["cpu_percent"] = [round(100 * r["run_cpu_s"] / r["machine_cpu_s"], 1)] * cores
 
 
 def result(steps: int = 40, seed: int = 1, ranks: int = 1, profile: str = "quick", system: str = "test-box") -> Result:

@@ -193,7 +193,9 @@ class ResNet50GPU(Workload):
             torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]
         self.optimizer.zero_grad()  # set_to_none is the default (torch >= 2.0); Horovod takes no argument
         autocast = (
-            torch.autocast(self.device.type, dtype=self.autocast_dtype) if self.autocast_dtype is not None else contextlib.nullcontext()
+            torch.autocast(self.device.type, dtype=self.autocast_dtype)
+            if self.autocast_dtype is not None
+            else contextlib.nullcontext()
         )
         with autocast:
             loss = self.criterion(self.forward(x), y)
