@@ -96,6 +96,7 @@ CODES: dict[str, str] = {
     "isa-inconsistent": "an ISA record that contradicts its own features and caps, the CPU flags or torch",
     "precision-impossible": "a precision decision or bf16 emulation flag the recorded ISA does not allow",
     "device-impossible": "a device the recorded environment does not have (a GPU that is not there)",
+    "device-telemetry-missing": "a GPU run without its device step times or NVML readings (and no reason recorded)",
     "timestamps": "start, origin, windows and creation times out of order or disagreeing",
     "environment-inconsistent": "an environment whose core counts contradict the sampler's readings",
     "units": "a value in the wrong unit or currency",

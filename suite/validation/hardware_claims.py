@@ -188,17 +188,43 @@ def _device(result: Result, where: str, findings: Findings) -> bool:
 
 
 def check_device_telemetry(result: Result, where: str, findings: Findings) -> None:
-    """Hook: a run that trained on a GPU carries its device telemetry.
-
-    Called for every result whose workload names a GPU device. It checks nothing yet: the GPU
-    telemetry (issue 37) is landing on another branch. Once it does, this is where a GPU result
-    without it becomes an error, and where its figures are held against the windows: NVML
-    readings per window on the same clock as the windows (their span inside the run, their
-    count against the interval), the energy of each measurement window against power x seconds,
-    samples per joule recomputed from them, and the CUDA-event device step times inside each
-    step's host time.
+    """A run that trained on a GPU carries its device telemetry (issue 37): every measured step timed on
+    the GPU (CUDA events, ``device_s``), and NVML readings in every measurement window, or the reason
+    NVML could not be read (``gpu_error``) recorded by the sampler. The figures themselves are held
+    against the windows elsewhere: device times against their window (:mod:`suite.validation.record_checks`),
+    the energy and samples per joule against the readings (:func:`suite.validation.conditions.check_energy`).
     """
-    del result, where, findings
+    if result.status != "complete":
+        return
+    measured = [s for s in result.steps if s.phase.value == "measurement" and s.rank == 0]
+    untimed = sum(s.device_s is None for s in measured)
+    if measured and untimed:
+        findings.error(
+            "device-telemetry-missing",
+            f"{where}#steps",
+            f"the run trained on a GPU, but {untimed} of its {len(measured)} measured steps have no device time "
+            "(trainbench times every step of a GPU run with CUDA events)",
+            FIX,
+        )
+    if any(u.gpu_error for u in result.utilization):
+        return  # the sampler recorded why NVML could not be read: the result says so, and has no energy
+    windows = [w for w in result.windows if w.phase.value == "measurement" and w.rank == 0]
+    every = result.config.windows.sampler_interval_s  # a window shorter than it may fall between two readings
+    unread = [
+        w.repeat
+        for w in windows
+        if not any(
+            u.gpus and w.start_s - every <= u.t_s <= w.start_s + w.seconds + every for u in result.utilization
+        )
+    ]
+    if unread:
+        findings.error(
+            "device-telemetry-missing",
+            f"{where}#utilization",
+            f"the run trained on a GPU, but measurement window(s) of repeat(s) {unread[:10]} have no NVML reading "
+            "and no reason is recorded",
+            FIX,
+        )
 
 
 def check_hardware_claims(result: Result, where: str, findings: Findings) -> None:

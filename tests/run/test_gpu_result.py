@@ -24,6 +24,7 @@ from suite.specs import resolve
 from suite.tracking import log_result
 from suite.validation.conditions import check_energy
 from suite.validation.findings import Findings
+from suite.validation.hardware_claims import check_device_telemetry
 from suite.validation.record_checks import check_records, check_summary
 from tests.validation.synthetic import forged
 from workloads.measurement import RankMeasurement
@@ -53,7 +54,7 @@ def gpu_measurement(device_s: float = 0.049, host: tuple[float, ...] = (0.01, 0.
                     "device_s": device_s,
                 }
             )
-            t += 0.05
+            t += h  # the host's launches follow one another; the device's queue evens them out
         windows.append(
             {"repeat": 0, "phase": phase, "start_s": start, "seconds": t - start, "steps": n, "samples": BATCH * n}
         )
@@ -126,6 +127,31 @@ def test_the_validator_recomputes_device_times_and_energy(tmp_path: Path) -> Non
     assert [f.where for f in findings] == ["r#utilization_summary/gpu/samples_per_joule"]
     findings = Findings()
     check_energy(r, "r", findings)
+    assert list(findings) == []
+
+
+def test_a_gpu_run_without_its_device_telemetry_is_refused(tmp_path: Path) -> None:
+    """Issue 35's device check, wired to issue 37's fields: every measured step timed on the GPU, and NVML
+    readings in every measurement window unless the sampler recorded why NVML could not be read."""
+    r = gpu_result(tmp_path)
+    findings = Findings()
+    check_device_telemetry(r, "r", findings)
+    assert list(findings) == []
+    doc = r.model_dump(mode="json")
+    for step in doc["steps"]:
+        step["device_s"] = None  # a forger drops the device clock to hide a host-side figure
+    findings = Findings()
+    check_device_telemetry(forged(Result.model_validate(doc)), "r", findings)
+    assert [(f.code, f.where) for f in findings] == [("device-telemetry-missing", "r#steps")]
+    doc = r.model_dump(mode="json")
+    for reading in doc["utilization"]:
+        reading["gpus"] = None
+    findings = Findings()
+    check_device_telemetry(forged(Result.model_validate(doc)), "r", findings)
+    assert [(f.code, f.where) for f in findings] == [("device-telemetry-missing", "r#utilization")]
+    doc["utilization"][0]["gpu_error"] = "NVML unavailable: driver not loaded"  # said, so not a forgery
+    findings = Findings()
+    check_device_telemetry(forged(Result.model_validate(doc)), "r", findings)
     assert list(findings) == []
 
 
