@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from suite.errors import TrainbenchError
 from suite.files import FileProblem, read_json
 from suite.results.migrations import supported, upgrade, versions_text
 from suite.results.model import Result, verify_digest
+from suite.results.recheck import CORE, summary_differences
 from suite.results.schema_check import schema_errors
 
 
@@ -45,15 +45,8 @@ def check_summary(result: Result) -> None:
         fresh = summarize(result.steps, result.windows)
     except MeasurementError as exc:
         raise ResultError(f"the raw records give no valid measurement: {exc}") from exc
-    stored = result.summary
-    for name in ("throughput", "measured_seconds", "step_time_median_s", "input_bound_fraction"):
-        a, b = getattr(stored, name), getattr(fresh, name)
-        if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12):
-            raise ResultError(f"summary.{name} is {a} but the raw records give {b}")
-    if stored.measured_samples != fresh.measured_samples:
-        raise ResultError(
-            f"summary.measured_samples is {stored.measured_samples} but the raw records give {fresh.measured_samples}"
-        )
+    for name, a, b in summary_differences(result.summary, fresh, CORE)[:1]:
+        raise ResultError(f"summary.{name} is {a} but the raw records give {b}")
 
 
 def load_document(doc: Any, check_digest: bool = True) -> Result:

@@ -213,9 +213,7 @@ def check_device_telemetry(result: Result, where: str, findings: Findings) -> No
     unread = [
         w.repeat
         for w in windows
-        if not any(
-            u.gpus and w.start_s - every <= u.t_s <= w.start_s + w.seconds + every for u in result.utilization
-        )
+        if not any(u.gpus and w.start_s - every <= u.t_s <= w.start_s + w.seconds + every for u in result.utilization)
     ]
     if unread:
         findings.error(

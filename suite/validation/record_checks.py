@@ -13,15 +13,13 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from typing import Any
 
 from harness.records import Phase, StepRecord, WindowRecord
-from harness.stats import MeasurementError, Summary, summarize
+from harness.stats import MeasurementError, summarize
 from suite.results import Result
+from suite.results.recheck import summary_differences
 from suite.validation.findings import Findings
 
-REL_TOL = 1e-9
-"""Relative tolerance when comparing a stored statistic with its recomputed value."""
 TIME_TOL_S = 1e-6
 """Slack, in seconds, when comparing timestamps (the harness rounds nothing; this absorbs float sums)."""
 Key = tuple[int, int, Phase]
@@ -195,52 +193,6 @@ def check_records(result: Result, where: str, findings: Findings) -> bool:
     return ok
 
 
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
-
-
-def _pairs(stored: Summary, again: Summary) -> list[tuple[str, Any, Any]]:
-    """(field, stored, recomputed) of every summary figure that follows from the records."""
-    names = (
-        "throughput",
-        "measured_samples",
-        "measured_seconds",
-        "measured_steps",
-        "step_time_median_s",
-        "step_time_p90_s",
-        "step_time_iqr_s",
-        "step_time_cv",
-        "repeat_spread",
-        "repeat_cv",
-        "input_bound_fraction",
-        "warmup_seconds",
-        "first_step_s",
-        "host_step_time_median_s",
-        "host_step_time_p90_s",
-        "host_step_time_cv",
-        "device_busy_fraction",
-    )
-    pairs: list[tuple[str, Any, Any]] = [(n, getattr(stored, n), getattr(again, n)) for n in names]
-    if stored.step_time_source is not None and stored.step_time_source != again.step_time_source:
-        pairs.append(("step_time_source", stored.step_time_source, again.step_time_source))  # None: written before
-    if len(stored.repeat_throughputs) != len(again.repeat_throughputs):
-        pairs.append(("repeat count", len(stored.repeat_throughputs), len(again.repeat_throughputs)))
-    else:
-        pairs += [
-            (f"repeat_throughputs/{i}", a, b)
-            for i, (a, b) in enumerate(zip(stored.repeat_throughputs, again.repeat_throughputs, strict=True))
-        ]
-    return pairs
-
-
-def _differs(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return (a is None) != (b is None)
-    if isinstance(a, str) or isinstance(b, str):
-        return bool(a != b)
-    return not _close(float(a), float(b))
-
-
 def check_summary(result: Result, where: str, findings: Findings, records_ok: bool) -> None:
     """The stored summary equals the one recomputed from the raw records, for every world size.
 
@@ -271,14 +223,13 @@ def check_summary(result: Result, where: str, findings: Findings, records_ok: bo
             "records", f"{where}#windows", f"no throughput follows from the records: {exc}", "re-run the workload"
         )
         return
-    for name, stored, recomputed in _pairs(s, again):
-        if _differs(stored, recomputed):
-            findings.error(
-                "summary-mismatch",
-                f"{where}#summary/{name}",
-                f"{name} is stored as {stored!r} but the raw records give {recomputed!r}",
-                "submit the result as trainbench wrote it; the summary must follow from the step records",
-            )
+    for name, stored, recomputed in summary_differences(s, again):
+        findings.error(
+            "summary-mismatch",
+            f"{where}#summary/{name}",
+            f"{name} is stored as {stored!r} but the raw records give {recomputed!r}",
+            "submit the result as trainbench wrote it; the summary must follow from the step records",
+        )
     if (s.steady_state.status == "trending") != (again.steady_state.status == "trending"):
         # Only the decided verdict is compared: "steady" files written before the "undetermined"
         # status existed (schema v1) are not forgeries when today's stricter test cannot decide.

@@ -21,11 +21,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from suite.run.supervise import launch_rank
 
 from suite.results import Result
 from suite.run.assemble import build_result
 from suite.run.options import RunOptions
+from suite.runtimes.base import RunContext
+from suite.runtimes.supervise import launch_rank
 from suite.specs import resolve
 from suite.validation.sampler_checks import TEARDOWN_S
 from tests.conftest import TINY_RUN
@@ -54,7 +55,8 @@ def real_doc() -> dict[str, Any]:
     overrides = [o for o in TINY_RUN if o != "--set" and not o.startswith("repeats=")] + ["repeats=2", "budget_s=3600"]
     config = resolve("resnet50-cpu", "quick", overrides)
     with tempfile.TemporaryDirectory() as tmp:
-        measurement, plan, code = launch_rank(config, Path(tmp))
+        ran = launch_rank(config, Path(tmp), RunContext(uuid.uuid4().hex))
+        measurement, plan, code = ran.measurement, ran.plan, ran.code
         assert code == 0 and measurement is not None and measurement.complete, measurement and measurement.error
         opts = RunOptions(output_dir=Path(tmp), tracking_uri=None, system="fuzz-box", price_per_hour=0.5)
         raw = RankMeasurement.model_validate(measurement.model_dump())
