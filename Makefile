@@ -138,8 +138,8 @@ bench-mnist: $(STAMP)
 .PHONY: validate report
 VALIDATE_ARGS ?=
 validate: $(STAMP_CORE)
-	$(BIN)/trainbench validate submissions --json results/validation/report.json \
-		--markdown results/validation/report.md $(VALIDATE_ARGS)
+	$(BIN)/trainbench validate submissions --json results/validation/findings.json \
+		--markdown results/validation/findings.md $(VALIDATE_ARGS)
 
 report: $(STAMP_REPORT)
 	$(BIN)/trainbench report submissions --output-dir results/report $(ARGS)

@@ -31,7 +31,7 @@ from suite.runtimes.local import LocalRuntime
 from suite.specs import RunConfig
 
 if TYPE_CHECKING:
-    from suite.validation.outcomes import ValidationReport
+    from suite.validation.outcomes import CheckedTree
 
 
 class ReproductionRefused(BadInput):
@@ -183,7 +183,7 @@ def _track(result: Result, path: Path, artifacts: list[Path], uri: str) -> None:
 
 
 def reproduce_tree(
-    report: ValidationReport, k: int, repeats: int | None, output_dir: Path, tracking_uri: str | None
+    report: CheckedTree, k: int, repeats: int | None, output_dir: Path, tracking_uri: str | None
 ) -> bool:
     """``trainbench validate --reproduce K``: re-measure up to ``k`` results of the validated tree whose
     hardware class is this machine's, one run of each scored group in turn; print each verdict.

@@ -1,4 +1,4 @@
-"""What the validator returns: the runs it read, the scored groups of runs, and the report."""
+"""What the validator returns: the runs it read, the scored groups of runs, and the checked tree."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ class GroupOutcome:
 
 
 @dataclass
-class ValidationReport:
+class CheckedTree:
     """Everything the validator found in one tree."""
 
     root: Path

@@ -26,7 +26,7 @@ from suite.cost import samples_per_dollar_or_none
 from suite.cost.prices import PriceTableError, load_price_table, lookup
 from suite.specs import SPECS_DIR
 from suite.validation.bands import BandsFile, Citation
-from suite.validation.outcomes import ValidationReport
+from suite.validation.outcomes import CheckedTree
 from suite.validation.ranking_facts import (
     Facts,
     class_slug,
@@ -162,7 +162,7 @@ def _price_of(instance_type: str) -> float | None:
 
 
 def build_rows(
-    report: ValidationReport, bands: BandsFile, include_published: bool = True, specs_dir: Path = SPECS_DIR
+    report: CheckedTree, bands: BandsFile, include_published: bool = True, specs_dir: Path = SPECS_DIR
 ) -> list[RankRow]:
     """Rows from the validated groups (those with a score) and the cited throughput bands.
 

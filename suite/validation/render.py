@@ -10,7 +10,7 @@ from suite import __version__
 from suite.console import markup
 from suite.markdown import escape as md_escape
 from suite.validation.findings import Finding, Findings, Severity
-from suite.validation.outcomes import ValidationReport
+from suite.validation.outcomes import CheckedTree
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 _ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -20,15 +20,15 @@ def _sorted(findings: Findings) -> list[Finding]:
     return sorted(findings, key=lambda f: (_ORDER[f.severity], f.where, f.code))
 
 
-def verdict_line(report: ValidationReport) -> str:
+def verdict_line(tree: CheckedTree) -> str:
     """One line: compliant or not, with the counts."""
-    f = report.findings
+    f = tree.findings
     counts = (
         f"{f.count(Severity.ERROR)} error(s), {f.count(Severity.WARNING)} warning(s), "
-        f"{f.count(Severity.INFO)} note(s) in {report.files} files"
+        f"{f.count(Severity.INFO)} note(s) in {tree.files} files"
     )
-    strict = " (--strict: warnings count as errors)" if report.strict else ""
-    return f"{'COMPLIANT' if report.compliant else 'NOT COMPLIANT'}: {counts}{strict}"
+    strict = " (--strict: warnings count as errors)" if tree.strict else ""
+    return f"{'COMPLIANT' if tree.compliant else 'NOT COMPLIANT'}: {counts}{strict}"
 
 
 def findings_table(findings: Findings, title: str, show_info: bool = True) -> Table:
@@ -48,12 +48,12 @@ def _fmt(v: float | None, spec: str = ".4g") -> str:
     return "-" if v is None else f"{v:{spec}}"
 
 
-def groups_table(report: ValidationReport) -> Table:
+def groups_table(tree: CheckedTree) -> Table:
     """One row per scored configuration: runs, score, band and verdict."""
     t = Table(title="scores", title_justify="left")
     for col in ("system", "workload", "division", "profile", "runs", "score (samples/s)", "band", "verdict", "ok"):
         t.add_column(col)
-    for g in report.groups:
+    for g in tree.groups:
         band = f"{g.band.name}: {g.band.describe()}" if g.band else "none"
         t.add_row(
             *(markup(c) for c in (g.system, g.workload, g.division, g.profile)),
@@ -66,21 +66,21 @@ def groups_table(report: ValidationReport) -> Table:
     return t
 
 
-def to_json(report: ValidationReport) -> dict[str, Any]:
-    """The report as a JSON-ready dict (stable keys for CI)."""
-    f = report.findings
+def to_json(tree: CheckedTree) -> dict[str, Any]:
+    """The checked tree as a JSON-ready dict (stable keys for CI)."""
+    f = tree.findings
     return {
         "kind": "trainbench.validation",
         "trainbench_version": __version__,
-        "root": str(report.root),
-        "strict": report.strict,
-        "compliant": report.compliant,
-        "exit_code": report.exit_code,
+        "root": str(tree.root),
+        "strict": tree.strict,
+        "compliant": tree.compliant,
+        "exit_code": tree.exit_code,
         "counts": {s.value: f.count(s) for s in Severity},
-        "files": report.files,
-        "bands": report.bands_source,
-        "groups": [g.to_dict() for g in report.groups],
-        "findings": [x.to_dict() for x in _sorted(report.findings)],
+        "files": tree.files,
+        "bands": tree.bands_source,
+        "groups": [g.to_dict() for g in tree.groups],
+        "findings": [x.to_dict() for x in _sorted(tree.findings)],
     }
 
 
@@ -88,19 +88,19 @@ def _md(text: object) -> str:
     return md_escape(text)
 
 
-def to_markdown(report: ValidationReport) -> str:
-    """The report as Markdown (a verdict line, the scores, then every finding)."""
-    lines = [f"# trainbench validation: {_md(report.root.name)}", "", f"**{_md(verdict_line(report))}**", ""]
-    if report.bands_source:
-        lines += [f"Reference bands: {_md(report.bands_source)}", ""]
-    if report.groups:
+def to_markdown(tree: CheckedTree) -> str:
+    """The checked tree as Markdown (a verdict line, the scores, then every finding)."""
+    lines = [f"# trainbench validation: {_md(tree.root.name)}", "", f"**{_md(verdict_line(tree))}**", ""]
+    if tree.bands_source:
+        lines += [f"Reference bands: {_md(tree.bands_source)}", ""]
+    if tree.groups:
         lines += [
             "## Scores",
             "",
             "| system | workload | division | profile | runs | score (samples/s) | band | verdict | errors |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for g in report.groups:
+        for g in tree.groups:
             band = f"{g.band.name}: {g.band.describe()}" if g.band else "none"
             lines.append(
                 f"| {_md(g.system)} | {_md(g.workload)} | {_md(g.division)} | {_md(g.profile)} | "
@@ -108,12 +108,12 @@ def to_markdown(report: ValidationReport) -> str:
             )
         lines.append("")
     lines += ["## Findings", ""]
-    if not len(report.findings):
+    if not len(tree.findings):
         lines.append("None.")
     else:
         lines += ["| severity | code | where | message | fix |", "| --- | --- | --- | --- | --- |"]
         lines += [
             f"| {f.severity.value} | {f.code} | {_md(f.where)} | {_md(f.message)} | {_md(f.fix)} |"
-            for f in _sorted(report.findings)
+            for f in _sorted(tree.findings)
         ]
     return "\n".join(lines) + "\n"

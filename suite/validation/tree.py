@@ -27,7 +27,7 @@ from suite.systems import (
 )
 from suite.validation.bands import BandsFile
 from suite.validation.findings import Findings
-from suite.validation.outcomes import RunEntry, TreeRuns, ValidationReport, ValidatorSetupError
+from suite.validation.outcomes import CheckedTree, RunEntry, TreeRuns, ValidatorSetupError
 from suite.validation.result_checks import CheckContext, check_result, parse_result
 from suite.validation.scoring import attribute, score_runs
 from suite.validation.system_files import check_against_system, load_system
@@ -200,7 +200,7 @@ def validate_tree(
     bands: BandsFile,
     specs_dir: Path = SPECS_DIR,
     strict: bool = False,
-) -> ValidationReport:
+) -> CheckedTree:
     """Check every file of a submissions tree and every set of runs in it.
 
     Args:
@@ -249,4 +249,4 @@ def validate_tree(
     groups = score_runs(walk)
     findings = walk.findings.promoted() if strict else walk.findings
     attribute(groups, findings, walk.system_files)
-    return ValidationReport(root, findings, groups, walk.systems, walk.files, strict)
+    return CheckedTree(root, findings, groups, walk.systems, walk.files, strict)

@@ -18,9 +18,9 @@ from tests.validation.trees import bands_file, make_tree, results_dir, validate
 
 
 def _errors(report: object) -> set[str]:
-    from suite.validation.outcomes import ValidationReport
+    from suite.validation.outcomes import CheckedTree
 
-    assert isinstance(report, ValidationReport)
+    assert isinstance(report, CheckedTree)
     return report.findings.codes(Severity.ERROR)
 
 

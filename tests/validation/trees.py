@@ -11,7 +11,7 @@ from suite.systems import Price, SystemDescription, describe
 from suite.validation.bands import BandsFile, Citation, ReferenceBand
 from suite.validation.bands_file import load_bands, write_bands
 from suite.validation.derive import derive_band
-from suite.validation.outcomes import ValidationReport
+from suite.validation.outcomes import CheckedTree
 from suite.validation.result_checks import CheckContext
 from suite.validation.tree import validate_tree
 from tests.validation.conftest import PRICE, SUBMITTER, SYSTEM, RealRuns
@@ -80,6 +80,6 @@ def bands_file(path: Path, runs: RealRuns, scale: float | None = None) -> Path:
     return path
 
 
-def validate(root: Path, bands: Path, runs: RealRuns, strict: bool = False) -> ValidationReport:
+def validate(root: Path, bands: Path, runs: RealRuns, strict: bool = False) -> CheckedTree:
     """The validator's verdict on ``root`` with the test specs (their official profile is tiny)."""
     return validate_tree(root, load_rules(), load_bands(bands, runs.specs_dir), runs.specs_dir, strict)
