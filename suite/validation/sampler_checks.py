@@ -13,7 +13,8 @@ these relations broken (the tolerances were chosen from the runs measured in
   previous reading (the kernel's clock against the sampler's: measured within 0.9996-1.0004 over
   a whole run, and within 0.048 s per core per reading under heavy load);
 - the CPU-seconds are whole kernel ticks (USER_HZ = 100 on x86-64 and aarch64 Linux, proc(5));
-- the readings end when the timed work does (the last window, or the evaluation pass), up to the
+- the readings end when the timed work does (the last window, or the evaluation and loss-trajectory passes
+  after it), up to the
   input pipeline's teardown: measured 0.04-0.45 s *before* the last window's end without loader
   workers, 5.48 s after it with one DataLoader worker (joined with a 5 s timeout);
 - the run's tree never used more CPU-seconds than the cores it was allowed (its ranks' affinity
@@ -36,6 +37,7 @@ from harness.records import Phase, WindowRecord
 from harness.sampler import UtilizationSample
 from suite.results import Result
 from suite.validation.findings import Findings
+from suite.validation.timestamps import timed_end
 
 INTERVAL_TOL = 0.01
 """Readings may come this fraction of an interval early (float rounding; measured: never early)."""
@@ -92,15 +94,6 @@ def _allowed_cores(result: Result, ranks: set[int], system: dict[str, Any]) -> i
         if isinstance(allowed, list):
             cpus.update(c for c in allowed if isinstance(c, int))
     return len(cpus) or None
-
-
-def _timed_end(windows: Sequence[WindowRecord], evaluation: Any) -> float:
-    end = max(w.start_s + w.seconds for w in windows)
-    if isinstance(evaluation, dict):
-        start, seconds = evaluation.get("start_s"), evaluation.get("seconds")
-        if isinstance(start, int | float) and isinstance(seconds, int | float) and math.isfinite(start + seconds):
-            end = max(end, float(start) + float(seconds))
-    return end
 
 
 def _spacing(readings: Sequence[UtilizationSample], interval: float, where: str, findings: Findings) -> None:
@@ -252,7 +245,7 @@ def check_readings(
     if arch in TICK_ARCHES:
         _ticks(readings, where, findings)
     _offered(readings, where, findings)
-    end = _timed_end(windows, result.workload_info.get("evaluation") if rank == 0 else None)
+    end = timed_end(windows, result.workload_info if rank == 0 else None)
     last = readings[-1].t_s
     workers = result.config.params.get("num_workers")
     teardown = TEARDOWN_S + LOADER_WORKER_S * (workers if isinstance(workers, int) and workers > 0 else 0)
@@ -261,9 +254,9 @@ def check_readings(
             findings,
             "clock-mismatch",
             f"{where}/{len(readings) - 1}",
-            f"the sampler's readings run {last - end:.1f} s past the last timed work (windows and evaluation end at "
-            f"{end:.1f} s), but the rank stops its sampler once that work ends and its input pipeline is torn "
-            f"down (at most {teardown + interval:.1f} s): the windows were shortened",
+            f"the sampler's readings run {last - end:.1f} s past the last timed work (windows and the passes "
+            f"after them end at {end:.1f} s), but the rank stops its sampler once that work ends and its input "
+            f"pipeline is torn down (at most {teardown + interval:.1f} s): the windows were shortened",
         )
     widest = max((b.t_s - a.t_s for a, b in itertools.pairwise(readings)), default=interval)
     if last < max(w.start_s + w.seconds for w in windows) - widest - TEARDOWN_S:

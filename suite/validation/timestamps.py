@@ -1,5 +1,6 @@
 """A result's wall-clock times in order: ``started_at`` is ``origin_unix_s``; every rank's origin, windows and
-evaluation pass come before ``provenance.created_at``; nothing was created in the future.
+passes after them (evaluation, loss trajectory) come before ``provenance.created_at``; nothing was created in
+the future.
 
 The run writes them from two clocks of its hosts: each rank's origin (``time.time()`` at the
 instant its records' ``start_s`` count from) and the supervisor's ``created_at`` once the result is
@@ -56,14 +57,30 @@ def _end(windows: list[WindowRecord]) -> float:
     return max((w.start_s + w.seconds for w in windows), default=0.0)
 
 
-def _evaluation_end(result: Result) -> float | None:
-    ev: Any = result.workload_info.get("evaluation")
-    if not isinstance(ev, dict):
-        return None
-    start, seconds = ev.get("start_s"), ev.get("seconds")
-    if not isinstance(start, int | float) or not isinstance(seconds, int | float) or not math.isfinite(start + seconds):
-        return None
-    return float(start) + float(seconds)
+AFTER_PASSES = ("evaluation", "loss_trajectory")
+"""``workload_info`` keys of the timed passes a rank runs after its last window (``workloads.evaluation``'s
+EVALUATION_KEY and TRAJECTORY_KEY): each record has ``start_s`` and ``seconds`` on rank 0's clock."""
+
+
+def pass_spans(workload_info: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """The (start, end) in seconds on rank 0's clock of each timed pass after the windows that ``workload_info``
+    records with finite numbers (a pass is missing when it did not run, or its record is not numeric)."""
+    out: dict[str, tuple[float, float]] = {}
+    for key in AFTER_PASSES:
+        rec = workload_info.get(key)
+        if not isinstance(rec, dict):
+            continue
+        start, seconds = rec.get("start_s"), rec.get("seconds")
+        if isinstance(start, int | float) and isinstance(seconds, int | float) and math.isfinite(start + seconds):
+            out[key] = (float(start), float(start) + float(seconds))
+    return out
+
+
+def timed_end(windows: list[WindowRecord], workload_info: dict[str, Any] | None) -> float:
+    """Where one rank's timed work ends, in seconds from its origin: its last window, or (rank 0, with its
+    ``workload_info``) the end of the last pass after the windows."""
+    spans = pass_spans(workload_info or {})
+    return max(_end(windows), *(end for _, end in spans.values())) if spans else _end(windows)
 
 
 def _rank_origins(result: Result) -> dict[int, float]:
@@ -125,11 +142,8 @@ def check_timestamps(result: Result, where: str, findings: Findings, now: float 
             FIX,
         )
     tol = TRUNCATION_S + (CLUSTER_CLOCK_TOL_S if result.runtime.kind == "slurm" else CLOCK_TOL_S)
-    evaluation = _evaluation_end(result)
     for rank, at in sorted(origins.items()):
-        end = _end([w for w in result.windows if w.rank == rank])
-        if rank == 0 and evaluation is not None:
-            end = max(end, evaluation)
+        end = timed_end([w for w in result.windows if w.rank == rank], result.workload_info if rank == 0 else None)
         if at + end > created + tol:
             findings.error(
                 "timestamps",
@@ -141,12 +155,12 @@ def check_timestamps(result: Result, where: str, findings: Findings, now: float 
             )
             break
     meas_end = _end([w for w in result.windows if w.rank == 0])
-    ev = result.workload_info.get("evaluation")
-    if evaluation is not None and isinstance(ev, dict) and float(ev["start_s"]) < meas_end - 1e-6:
-        findings.error(
-            "timestamps",
-            f"{where}#workload_info/evaluation/start_s",
-            f"the evaluation pass starts at {float(ev['start_s']):.3f} s, inside the windows (they end at "
-            f"{meas_end:.3f} s): it runs after the last window, outside every timed one",
-            FIX,
-        )
+    for key, (start, _) in pass_spans(result.workload_info).items():
+        if start < meas_end - 1e-6:
+            findings.error(
+                "timestamps",
+                f"{where}#workload_info/{key}/start_s",
+                f"the {key.replace('_', ' ')} pass starts at {start:.3f} s, inside the windows (they end at "
+                f"{meas_end:.3f} s): it runs after the last window, outside every timed one",
+                FIX,
+            )

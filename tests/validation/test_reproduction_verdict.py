@@ -9,6 +9,7 @@ runs through the CLI are in ``tests/suite/test_reproduce.py``.
 from __future__ import annotations
 
 import copy
+import os
 
 import pytest
 
@@ -67,17 +68,20 @@ def test_a_re_measurement_without_an_interval_decides_nothing() -> None:
 
 
 def test_the_hardware_class_compares_cpu_isa_cores_libraries_and_user_variables() -> None:
-    claim = result(seed=1)
-    here = capture_system()
-    assert class_differences(claim, here, {}) == []
+    claim = result(seed=1)  # captured from this process, as a re-measurement started from this shell runs
+    here, here_env = capture_system(), dict(os.environ)  # (CI sets OMP_WAIT_POLICY: it is in both)
+    assert class_differences(claim, here, here_env) == []
     other = copy.deepcopy(claim.model_dump(mode="json"))
     other["environment"]["cpu"]["model"] = "AMD EPYC 7551 32-Core Processor"
     other["environment"]["cpu"]["logical_cores"] = 64
     other["environment"]["libraries"]["torch"] = "2.0.0"
     other["environment"]["env"]["ONEDNN_MAX_CPU_ISA"] = "AVX2"
-    found = [d.field for d in class_differences(Result.model_validate(other), here, {})]
+    found = [d.field for d in class_differences(Result.model_validate(other), here, here_env)]
     assert found == ["CPU model", "logical cores", "torch version", "$ONEDNN_MAX_CPU_ISA"]
-    assert class_differences(claim, here, {"ONEDNN_MAX_CPU_ISA": "AVX2"})[0].text() == (
+    assert class_differences(claim, here, {**here_env, "ONEDNN_MAX_CPU_ISA": "AVX2"})[0].text() == (
         "$ONEDNN_MAX_CPU_ISA: claim unset, here AVX2"
     )
+    assert [d.text() for d in class_differences(claim, here, {**here_env, "OMP_WAIT_POLICY": "ACTIVE"})] == [
+        f"$OMP_WAIT_POLICY: claim {os.environ.get('OMP_WAIT_POLICY', 'unset')}, here ACTIVE"
+    ]
     assert 0 < TOLERANCE < 0.25  # x 0.8 (a claim 25% too fast) lies outside the band
