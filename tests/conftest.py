@@ -33,6 +33,14 @@ TINY_RUN = [
 ]
 """Overrides that make resnet50-cpu a real but seconds-long run (batch 2, 64x64 images)."""
 
+TINY_GPU_WORKLOAD_ON_CPU = [
+    *("engine=ddp", "device=cpu", "nproc_per_node=1", "batch_size=4", "image_size=32", "precision=fp32"),
+    *("warmup_steps=1", "warmup_seconds=0", "measure_steps=4", "measure_seconds=0", "repeats=1"),
+    "sampler_interval_s=0.1",
+]
+"""``--set`` values that make resnet50-gpu-horovod a real seconds-long run on the CPU (one rank, batch 4, 32x32
+images): the input pipelines' runs on a CPU machine."""
+
 
 def trainbench(
     *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300

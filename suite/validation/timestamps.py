@@ -164,3 +164,14 @@ def check_timestamps(result: Result, where: str, findings: Findings, now: float 
                 f"{meas_end:.3f} s): it runs after the last window, outside every timed one",
                 FIX,
             )
+    trajectory = result.workload_info.get("loss_trajectory")
+    asked = result.config.params.get("trajectory_steps", 0)
+    if isinstance(trajectory, dict) and "error" not in trajectory and trajectory.get("steps") != asked:
+        # the pass is timed work the sampler runs through: one the config did not ask for would lengthen it
+        findings.error(
+            "timestamps",
+            f"{where}#workload_info/loss_trajectory/steps",
+            f"a loss-trajectory pass of {trajectory.get('steps')!r} steps is recorded, but the config asked for "
+            f"trajectory_steps = {asked!r}: the rank runs exactly the pass its params ask for",
+            FIX,
+        )

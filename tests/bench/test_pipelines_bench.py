@@ -12,24 +12,10 @@ from suite.bench.pipelines import Pricing, Row
 from suite.bench.pipelines_report import preprocessing_cores, verdict
 from suite.datasets.image_sets import MakeSettings, make_imagenet_like
 from suite.results import read_result
-from tests.conftest import trainbench
+from tests.conftest import TINY_GPU_WORKLOAD_ON_CPU, trainbench
 from tests.slurm.validate import validator_errors
 
-TINY = [
-    "device=cpu",
-    "engine=ddp",
-    "nproc_per_node=1",
-    "batch_size=4",
-    "image_size=32",
-    "precision=fp32",
-    "warmup_steps=1",
-    "warmup_seconds=0",
-    "measure_steps=4",
-    "measure_seconds=0",
-    "repeats=1",
-    "num_workers=1",
-    "sampler_interval_s=0.1",
-]
+TINY = [*TINY_GPU_WORKLOAD_ON_CPU, "num_workers=1"]
 
 
 def test_the_ceiling_then_the_dataloader_on_cpu(tmp_path: Path) -> None:

@@ -209,7 +209,8 @@ def test_timestamps_out_of_order_are_refused(doc: dict[str, Any]) -> None:
 def test_the_passes_after_the_windows_are_timed_work_and_come_after_them(doc: dict[str, Any]) -> None:
     """A run with a loss-trajectory pass (every ladder rung, and a best config run again) keeps its sampler
     running through that pass: the readings end when the pass does, not when the windows do. The pass runs
-    after the last window; one stamped inside the windows is refused."""
+    after the last window, and only where the config asks for it; one stamped inside the windows, or one the
+    config did not ask for, is refused."""
     end = max(w["start_s"] + w["seconds"] for w in doc["windows"] if w["rank"] == 0)
     last = max(u["t_s"] for u in doc["utilization"])
     forged = forgery.scale_windows(doc, 0.5)  # windows ending far before the readings: the sampler check's case
@@ -222,6 +223,9 @@ def test_the_passes_after_the_windows_are_timed_work_and_come_after_them(doc: di
         "seconds": last - half,
     }
     assert "clock-mismatch" not in forgery.codes(forgery.resealed(forged))
+    assert any("config asked for trajectory_steps = 0" in m for m in _messages(forgery.resealed(forged), "timestamps"))
+    forged["config"]["params"]["trajectory_steps"] = 3  # a pass the config asks for, of the length it asks
+    assert "timestamps" not in forgery.codes(forgery.resealed(forged))
     inside = copy.deepcopy(doc)
     inside["workload_info"]["loss_trajectory"] = {"losses": [2.3], "steps": 1, "start_s": end / 2, "seconds": 0.1}
     assert any("loss trajectory pass starts" in m for m in _messages(forgery.resealed(inside), "timestamps"))

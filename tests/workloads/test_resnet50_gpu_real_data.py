@@ -15,23 +15,10 @@ import pytest
 
 from suite.datasets.image_sets import MakeSettings, make_imagenet_like
 from suite.results import read_result
-from tests.conftest import trainbench
+from tests.conftest import TINY_GPU_WORKLOAD_ON_CPU, trainbench
 from tests.slurm.validate import validator_errors
 
-RUN = [
-    "engine=ddp",
-    "device=cpu",
-    "nproc_per_node=1",
-    "batch_size=4",
-    "image_size=32",
-    "precision=fp32",
-    "warmup_steps=1",
-    "warmup_seconds=0",
-    "measure_steps=4",
-    "measure_seconds=0",
-    "repeats=1",
-    "sampler_interval_s=0.1",
-]
+RUN = [*TINY_GPU_WORKLOAD_ON_CPU]
 """One rank, 32 px, batch 4: a real ResNet-50 step on real JPEGs in about a second here."""
 HAVE_DALI = importlib.util.find_spec("nvidia") is not None and importlib.util.find_spec("nvidia.dali") is not None
 
