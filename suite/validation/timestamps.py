@@ -62,6 +62,11 @@ AFTER_PASSES = ("evaluation", "loss_trajectory")
 EVALUATION_KEY and TRAJECTORY_KEY): each record has ``start_s`` and ``seconds`` on rank 0's clock."""
 
 
+ASKED_BY = {"evaluation": ("eval_samples", "requested_samples"), "loss_trajectory": ("trajectory_steps", "steps")}
+"""Each pass after the windows: the workload param that asks for it (0 or absent: no pass) and the field of its
+record that restates that param (``workloads/resnet50_cpu/evaluation.py``, ``workloads/trajectory.py``)."""
+
+
 def pass_spans(workload_info: dict[str, Any]) -> dict[str, tuple[float, float]]:
     """The (start, end) in seconds on rank 0's clock of each timed pass after the windows that ``workload_info``
     records with finite numbers (a pass is missing when it did not run, or its record is not numeric)."""
@@ -164,14 +169,14 @@ def check_timestamps(result: Result, where: str, findings: Findings, now: float 
                 f"{meas_end:.3f} s): it runs after the last window, outside every timed one",
                 FIX,
             )
-    trajectory = result.workload_info.get("loss_trajectory")
-    asked = result.config.params.get("trajectory_steps", 0)
-    if isinstance(trajectory, dict) and "error" not in trajectory and trajectory.get("steps") != asked:
-        # the pass is timed work the sampler runs through: one the config did not ask for would lengthen it
-        findings.error(
-            "timestamps",
-            f"{where}#workload_info/loss_trajectory/steps",
-            f"a loss-trajectory pass of {trajectory.get('steps')!r} steps is recorded, but the config asked for "
-            f"trajectory_steps = {asked!r}: the rank runs exactly the pass its params ask for",
-            FIX,
-        )
+    for key, (param, field) in ASKED_BY.items():
+        rec, asked = result.workload_info.get(key), result.config.params.get(param, 0)
+        if isinstance(rec, dict) and "error" not in rec and rec.get(field) != asked:
+            # a pass is timed work the sampler runs through: one the config did not ask for would lengthen it
+            findings.error(
+                "timestamps",
+                f"{where}#workload_info/{key}/{field}",
+                f"the {key.replace('_', ' ')} pass records {field} = {rec.get(field)!r}, but the config asked for "
+                f"{param} = {asked!r}: the rank runs exactly the pass its params ask for",
+                FIX,
+            )

@@ -206,7 +206,7 @@ def test_timestamps_out_of_order_are_refused(doc: dict[str, Any]) -> None:
     assert "timestamps" in forgery.codes(forgery.resealed({**earlier, "started_at": None}))
 
 
-def test_the_passes_after_the_windows_are_timed_work_and_come_after_them(doc: dict[str, Any]) -> None:
+def test_the_passes_after_the_windows_are_timed_work_and_only_those_asked_for(doc: dict[str, Any]) -> None:
     """A run with a loss-trajectory pass (every ladder rung, and a best config run again) keeps its sampler
     running through that pass: the readings end when the pass does, not when the windows do. The pass runs
     after the last window, and only where the config asks for it; one stamped inside the windows, or one the
@@ -226,6 +226,11 @@ def test_the_passes_after_the_windows_are_timed_work_and_come_after_them(doc: di
     assert any("config asked for trajectory_steps = 0" in m for m in _messages(forgery.resealed(forged), "timestamps"))
     forged["config"]["params"]["trajectory_steps"] = 3  # a pass the config asks for, of the length it asks
     assert "timestamps" not in forgery.codes(forgery.resealed(forged))
+    evaluated = copy.deepcopy(doc)
+    evaluated["workload_info"]["evaluation"] = {"requested_samples": 16, "start_s": end + 0.01, "seconds": 0.01}
+    assert any("config asked for eval_samples = 0" in m for m in _messages(forgery.resealed(evaluated), "timestamps"))
+    evaluated["config"]["params"]["eval_samples"] = 16
+    assert "timestamps" not in forgery.codes(forgery.resealed(evaluated))
     inside = copy.deepcopy(doc)
     inside["workload_info"]["loss_trajectory"] = {"losses": [2.3], "steps": 1, "start_s": end / 2, "seconds": 0.1}
     assert any("loss trajectory pass starts" in m for m in _messages(forgery.resealed(inside), "timestamps"))
