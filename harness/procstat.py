@@ -154,6 +154,9 @@ class Reader:
         """The reading since the previous call (None on the first call, which only primes)."""
         with open(f"{PROC}/stat") as f:
             cpus = cpu_lines(f.read())
+        # stamped with the kernel's counters, before the tree is walked: a thread descheduled while it reads
+        # the tree's /proc/PID/stat files must not move the stamp away from the ticks it goes with
+        stamp = time.perf_counter()
         run_ticks = rss = 0
         self.members = tree(self.root)
         for pid in self.members:
@@ -172,7 +175,7 @@ class Reader:
             (t1, b1, s1), (t0, b0, s0) = split_ticks(now), split_ticks(before)
             per_core.append(round(100.0 * (b1 + s1 - b0 - s0) / (t1 - t0), 1) if t1 > t0 else 0.0)
         return {
-            "t": time.perf_counter(),
+            "t": stamp,
             "cpu": per_core,
             "rss": rss,
             "machine_s": (total - p_total) / self.hz,
