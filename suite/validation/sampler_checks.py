@@ -13,10 +13,10 @@ these relations broken (the tolerances were chosen from the runs measured in
   previous reading (the kernel's clock against the sampler's: measured within 0.9996-1.0004 over
   a whole run, and within 0.048 s per core per reading under heavy load);
 - the CPU-seconds are whole kernel ticks (USER_HZ = 100 on x86-64 and aarch64 Linux, proc(5));
-- the readings end when the timed work does (the last window, or the evaluation and loss-trajectory passes
-  after it), up to the
-  input pipeline's teardown: measured 0.04-0.45 s *before* the last window's end without loader
-  workers, 5.48 s after it with one DataLoader worker (joined with a 5 s timeout);
+- the readings end when the timed work does (the last window, or the evaluation and loss-trajectory
+  passes after it), up to the input pipeline's teardown: measured 0.04-0.45 s *before* the last
+  window's end without loader workers, 5.48 s after it with one DataLoader worker (joined with a
+  5 s timeout);
 - the run's tree never used more CPU-seconds than the cores it was allowed (its ranks' affinity
   on that host) plus the unbound supervisor's share; measured 0.53-0.90 cores of 2 allowed;
 - the per-core utilization accounts for the CPU time of the run, of other processes and of steal

@@ -19,6 +19,7 @@ from typing import Any
 from harness.records import WindowRecord
 from suite.results import Result
 from suite.validation.findings import Findings
+from workloads.evaluation import EVALUATION_KEY, TRAJECTORY_KEY
 
 TRUNCATION_S = 1.0
 """``created_at`` is written to the second, truncated (``isoformat(timespec="seconds")``)."""
@@ -57,21 +58,18 @@ def _end(windows: list[WindowRecord]) -> float:
     return max((w.start_s + w.seconds for w in windows), default=0.0)
 
 
-AFTER_PASSES = ("evaluation", "loss_trajectory")
-"""``workload_info`` keys of the timed passes a rank runs after its last window (``workloads.evaluation``'s
-EVALUATION_KEY and TRAJECTORY_KEY): each record has ``start_s`` and ``seconds`` on rank 0's clock."""
-
-
-ASKED_BY = {"evaluation": ("eval_samples", "requested_samples"), "loss_trajectory": ("trajectory_steps", "steps")}
-"""Each pass after the windows: the workload param that asks for it (0 or absent: no pass) and the field of its
-record that restates that param (``workloads/resnet50_cpu/evaluation.py``, ``workloads/trajectory.py``)."""
+ASKED_BY = {EVALUATION_KEY: ("eval_samples", "requested_samples"), TRAJECTORY_KEY: ("trajectory_steps", "steps")}
+"""The timed passes a rank runs after its last window, by their ``workload_info`` key (each record has
+``start_s`` and ``seconds`` on rank 0's clock): the workload param that asks for the pass (0 or absent: no
+pass) and the field of its record that restates that param (``workloads/resnet50_cpu/evaluation.py``,
+``workloads/trajectory.py``)."""
 
 
 def pass_spans(workload_info: dict[str, Any]) -> dict[str, tuple[float, float]]:
     """The (start, end) in seconds on rank 0's clock of each timed pass after the windows that ``workload_info``
     records with finite numbers (a pass is missing when it did not run, or its record is not numeric)."""
     out: dict[str, tuple[float, float]] = {}
-    for key in AFTER_PASSES:
+    for key in ASKED_BY:
         rec = workload_info.get(key)
         if not isinstance(rec, dict):
             continue
